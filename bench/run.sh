@@ -14,7 +14,7 @@
 #
 # Environment: ISOLANE_BENCH_ONLY="warm cold" runs only those comparisons
 # (warm distributed cold pool density placement operator neighbours websocket
-# state fleet bundles assets https loader sql services; `assets` also runs section 15, the
+# state fleet bundles assets https loader sql services queues; `assets` also runs section 15, the
 # same assets through router + node against workerd's disk service);
 # ISOLANE_BENCH_RESULTS names the results folder (default: a new temp dir;
 # sections already in it are kept, so a rerun of one step updates the page);
@@ -129,6 +129,7 @@ if $quick; then
   loader=(--ids 50 --calls 200 --rounds 1 --secs 2)
   sql=(--requests 50 --rounds 1 --reads 2000 --r2-gets 2)
   services=(--calls 200 --requests 50 --rounds 1 --secs 2)
+  queues=(--messages 2000 --pings 20 --instances 2 --steps 20 --rounds 1)
 else
   http=(--connections 1,16,64 --rounds ${ISOLANE_BENCH_ROUNDS:-3} --secs 5)
   cold=(--workers 200 --starts 10)
@@ -147,9 +148,10 @@ else
   loader=(--ids 200 --calls 500 --rounds 3 --secs 5)
   sql=(--requests 300 --rounds 3 --reads 10000 --r2-mib 64 --r2-gets 3)
   services=(--calls 500 --requests 200 --rounds 3 --secs 5)
+  queues=(--messages 20000 --senders 16 --concurrency 1,4 --pings 100 --instances 5 --steps 100 --rounds 3)
 fi
 
-only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https loader sql services}"
+only="${ISOLANE_BENCH_ONLY:-warm distributed cold pool density placement operator neighbours websocket state fleet bundles assets https loader sql services queues}"
 wants() { [[ " $only " == *" $1 "* ]]; }
 common=(--results "$results" --work "$work")
 bench="$bin/isolane-bench"
@@ -250,6 +252,16 @@ fi
 if $needs_apiserver; then
   step services 600 "$bench" services "${common[@]}" --isolane "$bin/isolane" \
     "${workerd_args[@]}" --bin-dir "$bin" "${services[@]}"
+fi
+
+# Queues and Workflows (issue 57): send → ack throughput through one queue
+# (sendBatches of 100 from 16 connections, per maxConcurrency), send →
+# consumer start one message at a time, an empty step.do's overhead; through
+# router + node with PostgreSQL on this host; wrangler dev (Miniflare's local
+# queues and workflows) beside it when Node.js 22 and wrangler are there.
+if $needs_apiserver; then
+  step queues 900 "$bench" queues "${common[@]}" "${sql_peers[@]}" \
+    --bin-dir "$bin" "${queues[@]}"
 fi
 
 # Static assets: isolane dev vs wrangler dev (workerd) on one project folder

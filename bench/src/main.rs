@@ -28,6 +28,7 @@ mod per_core;
 mod placement;
 mod pool;
 mod profile;
+mod queues;
 mod quiet;
 mod r2_get;
 mod report;
@@ -328,6 +329,15 @@ enum Command {
         common: Common,
         #[command(flatten)]
         args: sql::Args,
+    },
+    /// 19. Queues and Workflows (issue 57), router → node, PostgreSQL.
+    ///
+    /// Send → ack throughput, send → consumer start, workflow step overhead.
+    Queues {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: queues::Args,
     },
     /// 18. Service bindings and JS RPC (issue 56).
     ///
@@ -775,6 +785,10 @@ fn main() -> anyhow::Result<()> {
         Command::Sql { common, args } => {
             let section = runtime()?.block_on(sql::run(&args, &common.work))?;
             section.write(&common.results, "17-sql")
+        }
+        Command::Queues { common, args } => {
+            let section = runtime()?.block_on(queues::run(&args, &common.work))?;
+            section.write(&common.results, "19-queues")
         }
         Command::Services { common, args } => {
             let section = runtime()?.block_on(services::run(&args, &common.work))?;

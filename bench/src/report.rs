@@ -141,6 +141,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("16-loader", "16. Worker Loader and dispatch (issue 60)"),
     ("17-sql", "17. SQL next to the code, D1 and R2 (issue 58)"),
     ("18-services", "18. Service bindings and JS RPC (issue 56)"),
+    ("19-queues", "19. Queues and Workflows (issue 57)"),
 ];
 
 /// Builds `docs/benchmarks.md` from the results folder.

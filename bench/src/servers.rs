@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use isolane_testenv::{Process, free_port, workerd};
+use isolane_testenv::{Process, free_port, workerd, wrangler};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -335,4 +335,32 @@ pub async fn get_status_of(addr: SocketAddr, host: Option<&str>, path: &str) -> 
         .await
         .ok()
         .flatten()
+}
+
+/// `wrangler dev` (Node.js `node`, wrangler's `wrangler_js`) serving the
+/// project in `project` with nothing leaving the machine, its log at
+/// `log`, once it answers `GET /`.
+pub async fn wrangler_dev(
+    node: &Path,
+    wrangler_js: &Path,
+    project: &Path,
+    log: &Path,
+) -> anyhow::Result<Server> {
+    let port = free_port()?;
+    let args = wrangler::dev_args(wrangler_js, port, free_port()?);
+    let envs: Vec<(&str, &std::ffi::OsStr)> = wrangler::OFFLINE_ENV
+        .iter()
+        .map(|(key, value)| (*key, std::ffi::OsStr::new(value)))
+        .collect();
+    let process = Process::spawn_in("wrangler dev", node, &args, &envs, log, Some(project))
+        .context("starting wrangler dev")?;
+    let server = Server {
+        name: "wrangler dev",
+        addr: ([127, 0, 0, 1], port).into(),
+        host: None,
+        process: Some(process),
+        helpers: Vec::new(),
+    };
+    server.wait_ok(Duration::from_secs(120)).await?;
+    Ok(server)
 }

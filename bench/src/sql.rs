@@ -32,9 +32,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use isolane_storage::POSTGRES_URL_ENV;
 use isolane_testenv::workers::inline_worker;
-use isolane_testenv::{
-    Postgres, Process, S3_ACCESS_KEY, S3_SECRET_KEY, SeaweedFs, free_port, wrangler,
-};
+use isolane_testenv::{Postgres, S3_ACCESS_KEY, S3_SECRET_KEY, SeaweedFs};
 use isolane_worker::Binding;
 
 use crate::cluster::{self, Cluster, ClusterBinaries, NAMESPACE};
@@ -245,23 +243,8 @@ async fn local_d1(setup: &Setup<'_>) -> anyhow::Result<Option<Server>> {
     std::fs::create_dir_all(&project)?;
     std::fs::write(project.join("worker.js"), SCRIPT)?;
     std::fs::write(project.join("wrangler.toml"), WRANGLER_TOML)?;
-    let port = free_port()?;
-    let args = wrangler::dev_args(wrangler_js, port, free_port()?);
-    let envs: Vec<(&str, &OsStr)> = wrangler::OFFLINE_ENV
-        .iter()
-        .map(|(key, value)| (*key, OsStr::new(value)))
-        .collect();
     let log = setup.work.join("wrangler-d1.log");
-    let process = Process::spawn_in("wrangler dev", node, &args, &envs, &log, Some(&project))
-        .context("starting wrangler dev")?;
-    let server = Server {
-        name: "wrangler dev",
-        addr: ([127, 0, 0, 1], port).into(),
-        host: None,
-        process: Some(process),
-        helpers: Vec::new(),
-    };
-    server.wait_ok(Duration::from_secs(120)).await?;
+    let server = crate::servers::wrangler_dev(node, wrangler_js, &project, &log).await?;
     let mut client = Client::connect(&server).await?;
     client.checked("/d1/seed", &ROWS.to_string()).await?;
     Ok(Some(server))

@@ -153,15 +153,20 @@ impl Postgres {
                 }
             }
             // The rows picked once (a CTE, materialized): a subquery under
-            // `id IN (…)` may be run again and lease more than `max`.
+            // `id IN (…)` may be run again and lease more than `max`. They
+            // are updated by their `ctid`s (a TID scan; the rows are locked,
+            // so their versions stay put until this commits): a join on the
+            // id let the planner scan the whole queue once per picked row
+            // while the table had no statistics (a new database), so a
+            // backlog of 20,000 took 0.2 to 0.7 s a lease.
             let rows = tx
                 .query(
                     "WITH picked AS MATERIALIZED (
-                         SELECT id FROM queue_message
+                         SELECT ctid FROM queue_message
                          WHERE namespace = $1 AND queue = $2 AND visible_at <= $3
                          ORDER BY visible_at, sent_at LIMIT $5 FOR UPDATE SKIP LOCKED)
                      UPDATE queue_message AS m SET visible_at = $4, attempts = m.attempts + 1
-                     FROM picked WHERE m.namespace = $1 AND m.queue = $2 AND m.id = picked.id
+                     WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
                      RETURNING m.id, m.sent_at, m.body, m.content_type, m.attempts",
                     &[&scope.namespace, &scope.queue, &now, &until, &max],
                 )
