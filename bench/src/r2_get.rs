@@ -52,6 +52,9 @@ pub struct Object<'a> {
 pub struct Rates {
     pub worker: Vec<f64>,
     pub direct: Vec<f64>,
+    /// The same bytes made in memory by the Worker (`/gen`): the streaming
+    /// path alone, without the store.
+    pub generated: Vec<f64>,
 }
 
 impl Rates {
@@ -167,6 +170,10 @@ pub async fn measure(
             rates
                 .direct
                 .push(read(&mut store, &direct_path, &object.bytes).await?);
+            let generated = format!("/gen?mib={}", plan.mib);
+            rates
+                .generated
+                .push(read(&mut worker, &generated, &object.bytes).await?);
         }
     }
     Ok(rates)
@@ -204,6 +211,17 @@ pub fn render(plan: &Plan, rates: &Rates) -> String {
         verdict(ratio >= GOAL),
     ]);
     table.row(vec![
+        format!(
+            "{} MiB made in memory by the Worker (1 MiB chunks), Worker → client",
+            plan.mib
+        ),
+        fmt_rate(&rates.generated),
+        slowest(&rates.generated),
+        fmt_ratio(median(&rates.generated) / median(&rates.direct)),
+        String::new(),
+        String::new(),
+    ]);
+    table.row(vec![
         "the same object from the S3 server (SeaweedFS), presigned GET".to_owned(),
         fmt_rate(&rates.direct),
         slowest(&rates.direct),
@@ -216,7 +234,9 @@ pub fn render(plan: &Plan, rates: &Rates) -> String {
          whole by the client, `new Response((await B.get(key)).body)` through router → node → \
          Worker, in turn with the same stored object read straight from SeaweedFS's S3 gateway \
          (a presigned `GET` of its key in the node's layout); {} rounds of {} reads each way, \
-         a keep-alive connection each way per round, every body compared byte for byte.\n\n{}\n",
+         a keep-alive connection each way per round, every body compared byte for byte. The \
+         same bytes made in memory by the Worker (`/gen`, a stream of 1 MiB chunks) separate \
+         the streaming path from the store.\n\n{}\n",
         plan.mib,
         plan.rounds,
         plan.gets,
@@ -260,6 +280,7 @@ mod tests {
         let rates = Rates {
             worker: vec![80.0, 90.0, 10.0],
             direct: vec![100.0, 100.0, 100.0],
+            generated: Vec::new(),
         };
         assert!((rates.ratio() - 0.8).abs() < 1e-9);
         assert!(Rates::default().ratio().is_nan());

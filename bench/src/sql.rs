@@ -99,6 +99,21 @@ export default {
       if (o === null) return new Response('no such object', { status: 404 });
       return new Response(o.body);
     }
+    if (path === '/gen') {
+      // The same bytes as the R2 object (byte i is i % 251), made in memory
+      // in 1 MiB chunks: the streaming path without the store.
+      const MIB = 1 << 20, size = Number(url.searchParams.get('mib')) * MIB;
+      const block = new Uint8Array(MIB + 251);
+      for (let i = 0; i < block.length; i++) block[i] = i % 251;
+      let at = 0;
+      return new Response(new ReadableStream({
+        pull(c) {
+          if (at >= size) return c.close();
+          c.enqueue(block.slice(at % 251, at % 251 + MIB));
+          at += MIB;
+        },
+      }));
+    }
     return new Response('no such path', { status: 404 });
   },
 };
