@@ -12,8 +12,8 @@
 pub use crate::egress::EgressPolicy;
 pub use crate::host::error::{ErrorClass, HostError, HostResult};
 pub use crate::host::handle::{Handles, Owner};
+pub use crate::host::holder::{holder, set};
 pub use crate::host::memory::fits;
-pub use crate::host::state::{holder, set};
 pub use crate::host::{
     HostState, IsolateTurns, Settle, Settlement, array_buffer, begin_op, js_string, new_promise,
     spawn_op, u8_array, value_string, view_bytes,

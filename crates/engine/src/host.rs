@@ -22,6 +22,7 @@ pub(crate) mod durable_object;
 pub(crate) mod error;
 pub(crate) mod handle;
 pub(crate) mod headers;
+pub(crate) mod holder;
 pub(crate) mod id_map;
 mod io;
 pub(crate) mod lazy;

@@ -25,6 +25,7 @@ use isolane_calltree::{CallTree, budget::Budget, queue::TreeQueues};
 
 use super::error::HostError;
 use super::handle::Handles;
+use super::holder::{holder, set};
 use super::id_map::IdMap;
 use super::rejection::Rejections;
 use crate::unit::UnitStates;
@@ -89,7 +90,7 @@ pub(crate) enum WriteOp {
 pub enum Settlement {
     Undefined,
     Null,
-    /// A body chunk: `{ chunk: Uint8Array }` (see [`holder`]).
+    /// A body chunk: `{ chunk: Uint8Array }` (see [`super::holder`]).
     Chunk(Vec<u8>),
     Fetch(FetchHead),
     /// Rejects with a `TypeError` (a [`HostError`] of that class).
@@ -948,25 +949,5 @@ impl FetchHead {
         let web_socket = v8::Integer::new_from_unsigned(scope, self.web_socket).into();
         set(scope, object, "webSocket", Some(web_socket));
         object.into()
-    }
-}
-
-/// An object without a prototype, to resolve a host promise with: resolving
-/// looks up `then` on the value, and on an ordinary object (or a Uint8Array)
-/// that lookup reaches `Object.prototype`, where a worker can put a `then`
-/// that injects what it likes into the runtime's reads.
-pub fn holder<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Object> {
-    let null = v8::null(scope).into();
-    v8::Object::with_prototype_and_properties(scope, null, &[], &[])
-}
-
-pub fn set(
-    scope: &mut v8::PinScope<'_, '_>,
-    object: v8::Local<'_, v8::Object>,
-    key: &str,
-    value: Option<v8::Local<'_, v8::Value>>,
-) {
-    if let (Some(key), Some(value)) = (v8::String::new(scope, key), value) {
-        object.set(scope, key.into(), value);
     }
 }
