@@ -70,7 +70,7 @@ pub mod net {
 pub use crate::host::durable_object::{store_error as object_store_error, target as object_target};
 
 /// The message of a `TypeError` for a request past its subrequest limit.
-pub use crate::host::outbound::too_many;
+pub use crate::host::error::too_many;
 
 /// What `fetch()` (`isolane-web`) needs of the core: the checks of a hop
 /// and its connection headers, one hop sent on the thread's HTTP client,

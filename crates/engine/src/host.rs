@@ -36,11 +36,13 @@ pub(crate) mod request_head;
 mod respond;
 mod runtime;
 pub(crate) mod service;
+mod settlement;
 pub(crate) mod socket;
 pub(crate) mod socket_count;
 pub(crate) mod state;
 mod text;
 mod timers;
+pub(crate) mod unhandled;
 mod url;
 mod value;
 mod ws_client;
@@ -53,7 +55,7 @@ use crate::bundle::Compat;
 
 pub use crate::unit::{Family, Unit};
 pub(crate) use error::throw_type_error;
-pub(crate) use headers::{header_array, header_block, header_map, lenient_header_map};
+pub(crate) use headers::{header_block, header_map, lenient_header_map};
 pub(crate) use memory::fits as memory_fits;
 pub use state::{HostState, IsolateTurns, Settle, Settlement};
 pub use value::{

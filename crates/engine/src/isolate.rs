@@ -106,7 +106,7 @@ impl WorkerIsolate {
         // Entered on this thread by `Isolate::new`; exited at the end.
         let mut isolate = v8::Isolate::new(params);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
-        isolate.set_promise_reject_callback(host::rejection::promise_reject);
+        isolate.set_promise_reject_callback(host::unhandled::promise_reject);
         isolate.set_capture_stack_trace_for_uncaught_exceptions(true, 16);
         // No Wasm compiled from bytes at run time (`WebAssembly.compile`,
         // `new WebAssembly.Module(bytes)`), as on Cloudflare: Wasm comes
@@ -119,9 +119,9 @@ impl WorkerIsolate {
         memory.install_gc_callback(&mut isolate);
         // On error the isolate is dropped while still entered, as rusty_v8 wants.
         let (globals, dom_exception) = init_context(&mut isolate)?;
+        host::error::set_dom_exception(&mut isolate, dom_exception);
         let worker = Rc::<WorkerIsolate>::new_cyclic(|me| {
             let host = Rc::new(HostState::new(thread.clone(), me.clone(), memory.clone()));
-            host.set_dom_exception(dom_exception);
             isolate.set_slot(host.clone());
             // SAFETY: `Isolate::new` entered this isolate on this thread and
             // nothing entered another since; exiting restores the previous
@@ -265,7 +265,7 @@ impl WorkerIsolate {
             if tc.has_terminated() {
                 self.host.rejections.clear();
             } else {
-                host::rejection::report(tc, &self.host);
+                host::unhandled::report(tc, &self.host);
                 // Memory V8 took without the allocator (resizable buffers)
                 // counts too; over the limit this marks the hit.
                 self.memory.measure_external();

@@ -1,6 +1,7 @@
 //! The workspace's shape, held by tests (issue #29): no source file over
 //! 1,000 lines, few product functions of 60 lines or more, no import circle
-//! inside any crate or module, and one implementation of what tests share.
+//! inside any crate or module (none allowed: the last, among the engine's
+//! host modules, was untangled by issue #54), and one implementation of what tests share.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -57,8 +58,10 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// `isolane-events`, a crate below the core (its own files extend them);
 /// to 28,620 (28,603 lines) when `fetch()` and `data:` URLs left for
 /// `isolane-web` (Request and Response stay: the core runs every request
-/// through them).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 28_620)];
+/// through them); raised to 28,640 (28,635 lines) when the host's own
+/// import circle was opened (`host/settlement.rs` and `host/unhandled.rs`,
+/// two modules of their own above the request state).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 28_640)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.
@@ -78,12 +81,6 @@ const NOT_PRODUCT: &[&str] = &[
     "isolane-bench",
     "isolane-shape",
 ];
-
-/// Modules whose children already used each other in a circle when the
-/// check came to read below the top level; each is to be untangled (the
-/// engine's host functions by issue #29's first step), and the list only
-/// ever shrinks. Any other module with a circle among its children fails.
-const KNOWN_INNER_CIRCLES: &[&str] = &["isolane-engine::host"];
 
 fn workspace() -> &'static Workspace {
     static WORKSPACE: OnceLock<Workspace> = OnceLock::new();
@@ -300,9 +297,6 @@ fn no_crate_has_an_import_circle() {
         let src = member.dir.join("src");
         for base in folder_modules(&src).expect("listing a crate's modules") {
             let module = format!("{}::{}", member.name, base.join("::"));
-            if KNOWN_INNER_CIRCLES.contains(&module.as_str()) {
-                continue;
-            }
             let graph = child_graph(&src, &base).expect("reading a module's children");
             for circle in circles(&graph) {
                 problems.push(format!("  {module}: {}", circle.join(", ")));

@@ -7,8 +7,6 @@
 
 use std::fmt;
 
-use super::HostState;
-
 /// The JS class a [`HostError`] becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
@@ -61,17 +59,6 @@ pub struct HostError {
 /// What host functions return when they can fail.
 pub type HostResult<T> = Result<T, HostError>;
 
-/// A host error as an op's answer: its promise rejects with it.
-impl super::Settle for HostError {
-    fn into_js<'s>(
-        self: Box<Self>,
-        scope: &mut v8::PinScope<'s, '_>,
-    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
-        let undefined = v8::undefined(scope).into();
-        Err(self.to_js(scope).unwrap_or(undefined))
-    }
-}
-
 impl HostError {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         Self {
@@ -99,7 +86,7 @@ impl HostError {
             ErrorClass::Error => Some(v8::Exception::error(scope, message)),
             ErrorClass::Type => Some(v8::Exception::type_error(scope, message)),
             ErrorClass::Range => Some(v8::Exception::range_error(scope, message)),
-            class => match HostState::get(scope).and_then(|h| h.dom_exception(scope)) {
+            class => match dom_exception(scope) {
                 Some(constructor) => {
                     let name = v8::String::new(scope, class.name())?;
                     constructor
@@ -120,6 +107,27 @@ impl HostError {
             scope.throw_exception(error);
         }
     }
+}
+
+/// The runtime's `DOMException` constructor (an isolate slot).
+struct DomException(v8::Global<v8::Function>);
+
+/// Keeps the runtime's `DOMException` constructor for [`HostError::to_js`]
+/// (at isolate creation; an isolate without it throws `TypeError`s).
+pub(crate) fn set_dom_exception(isolate: &mut v8::Isolate, constructor: v8::Global<v8::Function>) {
+    isolate.set_slot(DomException(constructor));
+}
+
+fn dom_exception<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Function>> {
+    let constructor = scope.get_slot::<DomException>()?.0.clone();
+    Some(v8::Local::new(scope, constructor))
+}
+
+/// The message of a request past its subrequest limit.
+pub fn too_many(limit: u32) -> String {
+    format!(
+        "Too many subrequests: a request may make at most {limit} fetch calls (each redirect counts as one)"
+    )
 }
 
 /// Throws a `TypeError` with `message` in `scope` (for callbacks that are

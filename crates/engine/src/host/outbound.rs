@@ -65,12 +65,6 @@ pub(crate) fn failure(
     }
 }
 
-pub fn too_many(limit: u32) -> String {
-    format!(
-        "Too many subrequests: a request may make at most {limit} fetch calls (each redirect counts as one)"
-    )
-}
-
 /// Headers that describe the connection, not the request: the engine's
 /// HTTP client sets them for the connection it makes (`Host` from the target
 /// URL, `Content-Length` from the body), whatever a worker copied from the

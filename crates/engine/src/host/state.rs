@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::Response;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
@@ -25,7 +24,6 @@ use isolane_calltree::{CallTree, budget::Budget, queue::TreeQueues};
 
 use super::error::HostError;
 use super::handle::Handles;
-use super::holder::{holder, set};
 use super::id_map::IdMap;
 use super::rejection::Rejections;
 use crate::unit::UnitStates;
@@ -207,9 +205,6 @@ pub struct HostState {
     pub(crate) handles: Rc<Handles>,
     /// The Web API units' own state (`src/unit.rs`).
     units: UnitStates,
-    /// The runtime's `DOMException` constructor, for host errors of a
-    /// DOMException class (`host/error.rs`); dropped by [`Self::clear`].
-    dom_exception: RefCell<Option<v8::Global<v8::Function>>>,
 }
 
 impl HostState {
@@ -234,7 +229,6 @@ impl HostState {
             rejections: Rejections::default(),
             handles,
             units: UnitStates::new(super::units()),
-            dom_exception: RefCell::default(),
         }
     }
 
@@ -326,20 +320,6 @@ impl HostState {
             .shared
             .states
             .get_or_start::<T>(&self.thread.config)
-    }
-
-    /// Keeps the runtime's `DOMException` constructor (at isolate creation).
-    pub(crate) fn set_dom_exception(&self, constructor: v8::Global<v8::Function>) {
-        *self.dom_exception.borrow_mut() = Some(constructor);
-    }
-
-    /// The runtime's `DOMException` constructor, in `scope`.
-    pub(crate) fn dom_exception<'s>(
-        &self,
-        scope: &mut v8::PinScope<'s, '_>,
-    ) -> Option<v8::Local<'s, v8::Function>> {
-        let constructor = self.dom_exception.try_borrow().ok()?;
-        constructor.as_ref().map(|c| v8::Local::new(scope, c))
     }
 
     /// The state of the isolate `scope` belongs to.
@@ -562,7 +542,7 @@ impl HostState {
     pub fn take_call(&self, ctx: u32) -> Result<(), HostError> {
         let limit = self.worker().map_or(0, |w| w.limits.subrequests);
         (self.take_subrequest(ctx, limit))
-            .map_err(|limit| HostError::type_error(super::outbound::too_many(limit)))
+            .map_err(|limit| HostError::type_error(super::error::too_many(limit)))
     }
 
     /// [`HostState::take_subrequest`] for a `fetch()`, with the outbound
@@ -766,7 +746,6 @@ impl HostState {
         });
         self.requests.borrow_mut().clear();
         self.rejections.clear();
-        self.dom_exception.borrow_mut().take();
     }
 
     // --- bodies ---
@@ -868,86 +847,5 @@ impl HostState {
     /// Removes a due timer; returns the request it belongs to.
     pub(crate) fn fire_timer(&self, id: u32) -> Option<u32> {
         self.timers.borrow_mut().remove(&id).map(|t| t.ctx)
-    }
-}
-
-impl Settlement {
-    /// The JS value to resolve with (`Ok`) or reject with (`Err`).
-    pub(crate) fn into_js<'s>(
-        self,
-        scope: &mut v8::PinScope<'s, '_>,
-    ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
-        let undefined = v8::undefined(scope).into();
-        match self {
-            Settlement::Undefined => Ok(undefined),
-            Settlement::Null => Ok(v8::null(scope).into()),
-            Settlement::Chunk(bytes) => {
-                let chunk = super::u8_array(scope, bytes).ok_or(undefined)?;
-                let object = holder(scope);
-                set(scope, object, "chunk", Some(chunk.into()));
-                Ok(object.into())
-            }
-            Settlement::Fetch(head) => Ok(head.into_js(scope)),
-            Settlement::Custom(answer) => answer.into_js(scope),
-            Settlement::TypeError(message) => Err(HostError::type_error(message)
-                .to_js(scope)
-                .ok_or(undefined)?),
-        }
-    }
-}
-
-impl FetchHead {
-    /// Its status code.
-    pub fn status(&self) -> u16 {
-        self.status
-    }
-
-    /// Marked as the answer of a redirected request (`Response.redirected`).
-    pub fn redirected(self, redirected: bool) -> Self {
-        Self { redirected, ..self }
-    }
-
-    /// The head of `response` to request `ctx` from `url`, its body for
-    /// `bodyRead`; up to `UNCHARGED_BODY` bytes given whole, as `bytes`.
-    pub fn new(host: &HostState, ctx: u32, response: Response<Body>, url: String) -> Self {
-        let (parts, body) = response.into_parts();
-        let (status, headers) = (parts.status, parts.headers);
-        let mut head = FetchHead {
-            status: status.as_u16(),
-            status_text: status.canonical_reason().unwrap_or("").to_owned(),
-            headers,
-            body_id: 0,
-            bytes: None,
-            url,
-            redirected: false,
-            web_socket: 0,
-        };
-        match body.whole(super::respond::UNCHARGED_BODY) {
-            Ok(bytes) => head.bytes = Some(bytes),
-            Err(body) if http_body::Body::is_end_stream(&body) => {}
-            Err(body) => head.body_id = host.register_body(ctx, body),
-        }
-        head
-    }
-
-    fn into_js<'s>(self, scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Value> {
-        let object = holder(scope);
-        let status = v8::Integer::new(scope, i32::from(self.status)).into();
-        let status_text = super::js_string(scope, &self.status_text);
-        let headers = super::header_array(scope, &self.headers).into();
-        let body_id = v8::Integer::new_from_unsigned(scope, self.body_id).into();
-        set(scope, object, "status", Some(status));
-        set(scope, object, "statusText", status_text);
-        set(scope, object, "headers", Some(headers));
-        set(scope, object, "bodyId", Some(body_id));
-        let bytes = self.bytes.and_then(|b| super::u8_array(scope, b.into()));
-        set(scope, object, "bytes", bytes.map(Into::into));
-        let url = super::js_string(scope, &self.url);
-        set(scope, object, "url", url);
-        let redirected = v8::Boolean::new(scope, self.redirected).into();
-        set(scope, object, "redirected", Some(redirected));
-        let web_socket = v8::Integer::new_from_unsigned(scope, self.web_socket).into();
-        set(scope, object, "webSocket", Some(web_socket));
-        object.into()
     }
 }

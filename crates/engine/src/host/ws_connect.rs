@@ -22,7 +22,8 @@ use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use super::error::HostError;
-use super::outbound::{HEADERS_TIMEOUT, check_hop, connection_headers, failure, too_many};
+use super::error::too_many;
+use super::outbound::{HEADERS_TIMEOUT, check_hop, connection_headers, failure};
 use super::socket::{open_entry, sockets};
 use super::socket_count::{self, Refused, Slot};
 use super::state::FetchHead;
