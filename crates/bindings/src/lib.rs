@@ -13,9 +13,9 @@
 //! `js/35_queue.js`), D1 databases (`d1.rs`, `js/36_d1.js`), Cloudflare's
 //! Images binding (`images.rs`, `js/37_images.js`), R2 buckets (`r2.rs`,
 //! `js/38_r2.js`), Worker Loader bindings (Dynamic Workers: `loader.rs`,
-//! `js/39_loader.js`), Workflows (`workflow.rs`, `js/40_workflow.js`).
-//! Durable Objects themselves are still a unit of the core
-//! (docs/adr/0002-engine-crates.md, "Not yet done").
+//! `js/39_loader.js`), Workflows (`workflow.rs`, `js/40_workflow.js`),
+//! and Durable Objects' API (`object.rs`, `js/28_durable_object.js`) over
+//! the core's mechanics of objects (`isolane_engine::api::object`).
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
 //! the engine (`EngineConfig::families`). It depends on the core only
@@ -31,6 +31,7 @@ mod dispatch;
 mod images;
 mod kv;
 mod loader;
+mod object;
 mod queue;
 mod r2;
 mod rpc;
@@ -80,6 +81,7 @@ pub fn family() -> Family {
 fn units() -> Vec<Unit> {
     vec![
         kv::unit(),
+        object::unit(),
         workers(),
         node(),
         tcp::unit(),

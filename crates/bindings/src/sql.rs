@@ -20,10 +20,12 @@ pub(crate) mod convert;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use isolane_engine::api::spawn_op;
 use isolane_engine::api::{
     ErrorClass, HostError, HostState, IdMap, Reservation, Settle, Stop, Unit,
 };
-use isolane_engine::api::{object_store_error, object_target, spawn_op};
+
+use crate::object::{store_error as object_store_error, target as object_target};
 use isolane_storage::SqlAppend;
 use isolane_storage::sql::{ObjectDatabase, SqlError};
 

@@ -366,7 +366,7 @@ function serviceHandler(entrypoint) {
 internal.serviceHandler = serviceHandler;
 
 internal.setModule = function setModule(namespace) {
-  // Durable Object classes are found here by name (28_durable_object.js).
+  // Durable Object classes are found here by name (isolane-bindings' 28_durable_object.js).
   internal.moduleNamespace = namespace;
   let def = namespace.default;
   if (typeof def === 'function' && internal.WorkerEntrypoint !== undefined &&
@@ -512,7 +512,7 @@ function runQueue(handler, ctxId, event, env) {
 
 // One event of a Durable Object delivered by the engine, `deliver()`: an
 // alarm (`internal.deliverAlarm`) or a message of a hibernatable WebSocket
-// (`internal.deliverWebSocketEvent`, 28_durable_object.js). A bodiless 200
+// (`internal.deliverWebSocketEvent`, isolane-bindings' 28_durable_object.js). A bodiless 200
 // once the object's handler and its writes are done.
 const runObjectEvent = (ctxId, deliver) => runWork(ctxId, undefined, deliver);
 
@@ -540,7 +540,7 @@ internal.handleRequest = function handleRequest(ctxId, method, url, headers, bod
       return runCall(ctxId, env, (ctx) => internal.runWorkflow(JSON.parse(event.run), env, ctx));
     case 'objectCall':
       // A stub call forwarded to this thread, the object's home
-      // (internal.objectCallHandler, 28_durable_object.js).
+      // (internal.objectCallHandler, isolane-bindings' 28_durable_object.js).
       return runRequest(internal.objectCallHandler(event.className, event.id, event.rpcMethod), ctxId, method, url, headers, bodyId, env);
     case 'serviceCall':
       // An outbound Worker's call (a dispatched Worker's fetch()): the

@@ -96,7 +96,7 @@ class WebSocket extends EventTarget {
   #constructed = false; // by `new WebSocket(url)`
   // A Durable Object's hibernatable socket (ctx.acceptWebSocket): its
   // object's { className, id, tags, opened(hostId, ws) }; its messages go to
-  // the object's handlers (28_durable_object.js), never to listeners.
+  // the object's handlers (isolane-bindings' 28_durable_object.js), never to listeners.
   #hibernation = null;
   #attachment = null; // serializeAttachment's bytes
   // A socket a Durable Object on another thread answered a forwarded

@@ -18,7 +18,7 @@ pub use crate::host::{
     HostState, IsolateTurns, Settle, Settlement, array_buffer, begin_op, js_string, new_promise,
     spawn_op, u8_array, value_string, view_bytes,
 };
-/// A class of calls on the ring beside Durable Objects' (`isolane-bindings`').
+/// A class of calls on the ring beside Durable Objects'.
 pub use crate::object_call::RingClass;
 pub use crate::unit::{Family, Gate, RequestResources, Unit};
 pub use crate::watchdog::{Stop, Tripwire};
@@ -61,13 +61,33 @@ pub mod net {
     pub use crate::host::socket_count::{Refused, Slot};
 }
 
-/// The store and the storage scope of object `id` of `class` (a class the
-/// Worker binds; its Kubernetes namespace and Worker from the Worker's
-/// identity, never JavaScript), for an API of Durable Objects' storage
-/// (`isolane-bindings`' SQL storage).
-/// Its detached ops (they outlive the request that started them: an
-/// object is shared by requests) and the errors they reject with.
-pub use crate::host::durable_object::{store_error as object_store_error, target as object_target};
+/// What Durable Objects' API (`isolane-bindings`' object unit) needs of
+/// the core, whose mechanics they are: the Worker of a class it binds
+/// ([`object::bound_worker`]), calls to an object's home thread, another
+/// node or a [`RingClass`] (`objectIsHome`, `objectCall`: the ring's), the
+/// hibernatable WebSockets an object keeps in the WebSocket unit's socket
+/// table ([`object::install`] hands them over; the host functions on them,
+/// [`object::AutoResponses`] their state), the engine's idle time for
+/// objects and the name of this thread as an object's owner.
+pub mod object {
+    pub use crate::host::object_forward::{object_call, object_is_home};
+    pub use crate::host::object_hosted::bound_worker;
+    pub use crate::host::ws_object::{
+        AutoResponses, install, object_auto_response, object_set_auto_response,
+        object_web_socket_check, object_web_sockets, strings, web_socket_attach,
+        web_socket_auto_response_time,
+    };
+
+    /// How long an object stays in memory unused (`EngineConfig::object_idle`).
+    pub fn idle(host: &super::HostState) -> std::time::Duration {
+        host.thread.config.object_idle
+    }
+
+    /// This process and thread as an object's owner (`Store::take_object`).
+    pub fn owner(host: &super::HostState) -> String {
+        format!("pid {} thread {}", std::process::id(), host.thread.index)
+    }
+}
 
 /// The message of a `TypeError` for a request past its subrequest limit.
 pub use crate::host::error::too_many;

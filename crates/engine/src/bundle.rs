@@ -36,7 +36,7 @@ pub struct WorkerBundle {
     pub kv: BTreeMap<String, String>,
     /// Durable Object bindings: binding name (`env.NAME`) to the class the
     /// Worker exports; its objects run in the Worker's isolate and keep
-    /// their data in the worker's namespace (`host/durable_object.rs`).
+    /// their data in the worker's namespace (`isolane-bindings`' `object.rs`).
     pub durable_objects: BTreeMap<String, String>,
     /// The classes of `durable_objects` that are SQLite-backed
     /// (`durableObject.sqlite`, wrangler's `new_sqlite_classes`): their

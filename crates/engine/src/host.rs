@@ -18,7 +18,6 @@ pub(crate) mod op;
 
 mod clone;
 pub(crate) mod console;
-pub(crate) mod durable_object;
 pub(crate) mod error;
 pub(crate) mod handle;
 pub(crate) mod headers;
@@ -27,9 +26,8 @@ pub(crate) mod id_map;
 mod io;
 pub(crate) mod lazy;
 pub(crate) mod memory;
-mod object_binding;
 pub(crate) mod object_forward;
-mod object_hosted;
+pub(crate) mod object_hosted;
 pub(crate) mod outbound;
 pub(crate) mod rejection;
 pub(crate) mod request_head;
@@ -47,7 +45,7 @@ mod url;
 mod value;
 mod ws_client;
 mod ws_connect;
-mod ws_object;
+pub(crate) mod ws_object;
 
 use std::sync::OnceLock;
 
@@ -87,7 +85,6 @@ fn core_units() -> Vec<Unit> {
         memory::wasm(),
         socket::unit(),
         ws_connect::unit(),
-        object_binding::unit(),
     ]
 }
 

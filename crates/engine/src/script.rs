@@ -232,7 +232,7 @@ fn make_env<'s>(
 /// plain ones as strings, the JSON ones parsed, each KV namespace binding as the runtime's
 /// `KVNamespace` for it (`internal.kvNamespace(name)`, `isolane-bindings`' `27_kv.js`), each
 /// Durable Object binding as its `DurableObjectNamespace`
-/// (`js/28_durable_object.js`).
+/// (`isolane-bindings`' `28_durable_object.js`).
 fn define_bindings<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     internal: v8::Local<'s, v8::Object>,

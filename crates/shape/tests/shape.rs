@@ -58,10 +58,11 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// `isolane-events`, a crate below the core (its own files extend them);
 /// to 28,620 (28,603 lines) when `fetch()` and `data:` URLs left for
 /// `isolane-web` (Request and Response stay: the core runs every request
-/// through them); raised to 28,640 (28,635 lines) when the host's own
-/// import circle was opened (`host/settlement.rs` and `host/unhandled.rs`,
-/// two modules of their own above the request state).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 28_640)];
+/// through them); to 27,100 (27,098 lines) when Durable Objects' API left
+/// for `isolane-bindings` (its mechanics, `api::object`, stay), with the
+/// host's own import circle opened (`host/settlement.rs` and
+/// `host/unhandled.rs`, two modules above the request state).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 27_120)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

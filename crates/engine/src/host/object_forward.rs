@@ -34,7 +34,7 @@ host_fn! {
 /// this thread: its owner is this node (`object_peers.rs`) and its home
 /// thread here is this one; then the call made next is counted as one of
 /// the request's subrequests (a `TypeError` past them).
-pub(super) fn object_is_home<'s>(
+pub fn object_is_home<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -183,7 +183,7 @@ host_fn! {
 /// is null for `stub.fetch`, else the body is the serialized argument
 /// array. One hop deeper than its request (refused past `MAX_DEPTH`), and
 /// but for a ring class's call one of its subrequests.
-pub(super) fn object_call<'s>(
+pub fn object_call<'s>(
     scope,
     host: Rc<HostState>,
     class: String,

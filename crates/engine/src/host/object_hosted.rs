@@ -18,7 +18,7 @@ use super::error::{ErrorClass, HostError};
 use crate::bundle::WorkerBundle;
 
 /// The Worker whose isolate this is, with a class it binds.
-pub(super) fn bound_worker(host: &HostState, class: &str) -> Result<Arc<WorkerBundle>, HostError> {
+pub fn bound_worker(host: &HostState, class: &str) -> Result<Arc<WorkerBundle>, HostError> {
     let worker = host
         .worker
         .get()

@@ -144,7 +144,7 @@ struct Op {
     resolver: v8::Global<v8::PromiseResolver>,
     task: Option<AbortHandle>,
     /// Outlives its request: a Durable Object's storage op, whose promise
-    /// other requests' events may await (`host/durable_object.rs`).
+    /// other requests' events may await (`isolane-bindings`' `object.rs`).
     detached: bool,
 }
 

@@ -1,5 +1,6 @@
 //! Hibernatable WebSockets: the sockets a Durable Object accepts with
-//! `ctx.acceptWebSocket(ws, tags)` (js/28_durable_object.js), as workerd's
+//! `ctx.acceptWebSocket(ws, tags)` (`isolane-bindings`' 28_durable_object.js,
+//! which registers this module's host functions through `api::object`), as workerd's
 //! hibernation manager keeps them.
 //!
 //! Such a socket is an `Entry` of `host/socket.rs` owned by its object (an
@@ -41,7 +42,7 @@ use crate::socket::{CloseFrame, ObjectSocketEvent, SocketEnd, SocketMessage};
 /// Each object's auto-response, `(request, response)` by `(class, id)`
 /// (the unit's state).
 #[derive(Default)]
-pub(super) struct AutoResponses(RefCell<AutoResponseMap>);
+pub struct AutoResponses(RefCell<AutoResponseMap>);
 
 /// `(request, response)` by `(class, id)`.
 type AutoResponseMap = HashMap<(String, String), (String, String)>;
@@ -54,7 +55,13 @@ fn auto_responses(host: &HostState) -> HostResult<&RefCell<AutoResponseMap>> {
 }
 
 /// The unit of hibernatable sockets as the WebSocket unit sees it.
-pub(super) struct ObjectHibernation;
+struct ObjectHibernation;
+
+/// Hands the sockets an object accepts (`webSocketRespond` with a
+/// hibernation owner) to this module, once per process.
+pub fn install() {
+    super::socket::set_hibernation(&ObjectHibernation);
+}
 
 impl Hibernation for ObjectHibernation {
     fn keeper(
@@ -165,7 +172,7 @@ fn owner(
     let (class, id, tags, attachment) = (item(0)?, item(1)?, item(2)?, item(3)?);
     let class = class.to_rust_string_lossy(scope);
     let id = id.to_rust_string_lossy(scope);
-    let tags = super::durable_object::strings(scope, tags).ok_or_else(bad)?;
+    let tags = strings(scope, tags).ok_or_else(bad)?;
     let bundle = super::object_hosted::bound_worker(host, &class)?;
     check_room(host, sockets, &class, &id, 0)?;
     Ok(ObjectSocket {
@@ -364,6 +371,20 @@ fn dropped(host: &HostState, id: u32, object: &Rc<ObjectSocket>, reason: &str) {
     });
 }
 
+/// The strings of a JS array.
+pub fn strings(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Option<Vec<String>> {
+    let array = v8::Local::<v8::Array>::try_from(value).ok()?;
+    (0..array.length())
+        .map(|i| {
+            let item = array.get_index(scope, i)?;
+            Some(item.to_rust_string_lossy(scope))
+        })
+        .collect()
+}
+
 /// The object socket `id`, if it is one.
 fn object_of(sockets: &Sockets, id: u32) -> Option<Rc<ObjectSocket>> {
     sockets
@@ -377,7 +398,7 @@ host_fn! {
 /// `objectWebSocketCheck(class, id, pending)`: throws when object `id` of
 /// `class` holds its cap of hibernatable sockets, counting `pending` ones
 /// accepted and not yet answered.
-pub(super) fn object_web_socket_check<'s>(
+pub fn object_web_socket_check<'s>(
     _scope,
     host: Rc<HostState>,
     class: String,
@@ -393,7 +414,7 @@ host_fn! {
 /// `objectWebSockets(class, id, tag)` → `[[socketId, tags, attachment], …]`:
 /// the object's open hibernatable sockets (with `tag` among their tags
 /// when it is not null), oldest first.
-pub(super) fn object_web_sockets<'s>(
+pub fn object_web_sockets<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -435,7 +456,7 @@ pub(super) fn object_web_sockets<'s>(
 host_fn! {
 /// `objectSetAutoResponse(class, id, request, response)`: the object's
 /// auto-response (both null: none).
-pub(super) fn object_set_auto_response<'s>(
+pub fn object_set_auto_response<'s>(
     _scope,
     host: Rc<HostState>,
     class: String,
@@ -459,7 +480,7 @@ pub(super) fn object_set_auto_response<'s>(
 
 host_fn! {
 /// `objectAutoResponse(class, id)` → `[request, response]` or null.
-pub(super) fn object_auto_response<'s>(
+pub fn object_auto_response<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -479,7 +500,7 @@ pub(super) fn object_auto_response<'s>(
 host_fn! {
 /// `webSocketAttach(id, attachment)`: keeps the serialized attachment
 /// (a Uint8Array of at most 2 KiB, or null) of an object's socket.
-pub(super) fn web_socket_attach<'s>(
+pub fn web_socket_attach<'s>(
     _scope,
     host: Rc<HostState>,
     id: u32,
@@ -500,7 +521,7 @@ pub(super) fn web_socket_attach<'s>(
 host_fn! {
 /// `webSocketAutoResponseTime(id)` → when the auto-response last answered
 /// on socket `id` (ms since the epoch), or null.
-pub(super) fn web_socket_auto_response_time<'s>(
+pub fn web_socket_auto_response_time<'s>(
     scope,
     host: Rc<HostState>,
     id: u32,

@@ -1,6 +1,9 @@
-//! Durable Objects: the ids of a Worker's Durable Object bindings and its
-//! objects' storage (`js/28_durable_object.js`), on the engine's store
-//! (`EngineConfig::store`, `isolane-storage`'s `ObjectScope`).
+//! Durable Objects' API: `env.NAME` for a Durable Object binding, its ids
+//! and its objects' storage (`js/28_durable_object.js`), on the engine's
+//! store (`EngineConfig::store`, `isolane-storage`'s `ObjectScope`), and
+//! the unit that registers them with the core's mechanics of objects
+//! (`isolane_engine::api::object`: calls to an object's home thread or
+//! node, its hibernatable WebSockets, `js/28_websocket_pair.js`).
 //!
 //! JavaScript names a binding or a class, never a namespace: the host
 //! checks the class is one the Worker binds and takes the Kubernetes
@@ -19,12 +22,48 @@ use std::rc::Rc;
 use isolane_storage::{ObjectError, ObjectList, ObjectScope, ObjectWrite, StoreError};
 use sha2::{Digest as _, Sha256};
 
-use super::error::{ErrorClass, HostError};
-use super::{HostState, Settle, js_string, spawn_op, u8_array};
-use crate::memory::Reservation;
+use isolane_engine::WorkerBundle;
+use isolane_engine::api::object::{self, bound_worker, strings};
+use isolane_engine::api::{
+    ErrorClass, HostError, HostState, Reservation, Settle, Unit, js_string, spawn_op, u8_array,
+    view_bytes,
+};
+
+/// `env.NAME` for a Durable Object binding, `state.storage`, calls to
+/// objects elsewhere and the object's hibernatable WebSockets, together.
+pub(crate) fn unit() -> Unit {
+    // The WebSocket unit hands the sockets an object accepts to the core's
+    // hibernation (`api::object`).
+    object::install();
+    Unit::new("durable_object")
+        .js(&["28_durable_object.js", "28_websocket_pair.js"])
+        .function("objectIdFromName", object_id_from_name)
+        .function("objectNewUniqueId", object_new_unique_id)
+        .function("objectIdValid", object_id_valid)
+        .function("objectGet", object_get)
+        .function("objectTake", object_take)
+        .function("objectWrite", object_write)
+        .function("objectList", object_list)
+        .function("objectGetAlarm", object_get_alarm)
+        .function("objectSetAlarm", object_set_alarm)
+        .function("objectNextTurn", object_next_turn)
+        .function("objectIsHome", object::object_is_home)
+        .function("objectCall", object::object_call)
+        .function("objectIdleTimer", object_idle_timer)
+        .function("objectWebSocketCheck", object::object_web_socket_check)
+        .function("objectWebSockets", object::object_web_sockets)
+        .function("objectSetAutoResponse", object::object_set_auto_response)
+        .function("objectAutoResponse", object::object_auto_response)
+        .function("webSocketAttach", object::web_socket_attach)
+        .function(
+            "webSocketAutoResponseTime",
+            object::web_socket_auto_response_time,
+        )
+        .state::<object::AutoResponses>()
+}
 
 /// What a storage op settles with.
-pub(crate) enum Settled {
+enum Settled {
     Values(Vec<Option<Vec<u8>>>),
     Entries(Vec<(String, Vec<u8>)>),
     Alarm(Option<i64>),
@@ -42,7 +81,7 @@ fn failed(error: StoreError) -> Settled {
 
 /// A store's refusal or failure as an object's storage op rejects with
 /// (the key-value API's and the SQL log's).
-pub fn store_error(error: StoreError) -> HostError {
+pub(crate) fn store_error(error: StoreError) -> HostError {
     match error {
         StoreError::Object(
             error @ (ObjectError::QuotaExceeded { .. }
@@ -91,8 +130,7 @@ fn id_of(namespace: &str, class: &str, base: &[u8; 16]) -> String {
 /// The Worker's namespace and the class of binding `binding`.
 fn class_of(host: &HostState, binding: &str) -> Result<(String, String), HostError> {
     let worker = host
-        .worker
-        .get()
+        .worker()
         .ok_or_else(|| HostError::type_error("Durable Objects: no Worker is loaded"))?;
     // A class another Worker of the namespace hosts: its objects' ids are
     // that Worker's, so both reach the same objects.
@@ -111,7 +149,7 @@ fn class_of(host: &HostState, binding: &str) -> Result<(String, String), HostErr
 /// Workers of one namespace that export a class of the same name keep
 /// their objects apart (as Cloudflare's namespaces are per script and
 /// class); the Kubernetes namespace is the scope's own part.
-fn hosted(worker: &crate::bundle::WorkerBundle, class: &str) -> String {
+fn hosted(worker: &WorkerBundle, class: &str) -> String {
     let name = worker
         .id
         .strip_prefix(worker.namespace())
@@ -122,13 +160,13 @@ fn hosted(worker: &crate::bundle::WorkerBundle, class: &str) -> String {
 
 /// The store and the scope of object `id` of `class`, a class the Worker
 /// binds.
-pub fn target(
+pub(crate) fn target(
     host: &HostState,
     class: &str,
     id: String,
 ) -> Result<(isolane_storage::Store, ObjectScope), HostError> {
-    let worker = super::object_hosted::bound_worker(host, class)?;
-    let store = host.thread.config.store.clone().ok_or_else(|| {
+    let worker = bound_worker(host, class)?;
+    let store = host.store().cloned().ok_or_else(|| {
         HostError::new(
             ErrorClass::Error,
             "Durable Objects: this node has no store configured",
@@ -143,7 +181,7 @@ pub fn target(
 host_fn! {
 /// `objectIdFromName(binding, name)`: the same id for the same name, in
 /// this namespace and class.
-pub(super) fn object_id_from_name<'s>(
+fn object_id_from_name<'s>(
     scope,
     host: Rc<HostState>,
     binding: String,
@@ -161,7 +199,7 @@ pub(super) fn object_id_from_name<'s>(
 
 host_fn! {
 /// `objectNewUniqueId(binding)`: a random id.
-pub(super) fn object_new_unique_id<'s>(
+fn object_new_unique_id<'s>(
     scope,
     host: Rc<HostState>,
     binding: String,
@@ -177,7 +215,7 @@ pub(super) fn object_new_unique_id<'s>(
 host_fn! {
 /// `objectIdValid(binding, id)`: whether `id` is an id of this namespace
 /// and class (64 lowercase hex digits whose tag matches).
-pub(super) fn object_id_valid<'s>(
+fn object_id_valid<'s>(
     scope,
     host: Rc<HostState>,
     binding: String,
@@ -195,23 +233,9 @@ pub(super) fn object_id_valid<'s>(
 }
 }
 
-/// The strings of a JS array.
-pub(super) fn strings(
-    scope: &mut v8::PinScope<'_, '_>,
-    value: v8::Local<'_, v8::Value>,
-) -> Option<Vec<String>> {
-    let array = v8::Local::<v8::Array>::try_from(value).ok()?;
-    (0..array.length())
-        .map(|i| {
-            let item = array.get_index(scope, i)?;
-            Some(item.to_rust_string_lossy(scope))
-        })
-        .collect()
-}
-
 host_fn! {
 /// `objectGet(class, id, keys)` → Promise of an array of Uint8Array or null.
-pub(super) fn object_get<'s>(
+fn object_get<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -250,7 +274,7 @@ fn entries(
         let value = if value.is_null_or_undefined() {
             None
         } else {
-            Some(super::view_bytes(value)?)
+            Some(view_bytes(value)?)
         };
         size += key.len() + value.as_ref().map_or(0, Vec::len);
         out.push((key, value));
@@ -262,13 +286,13 @@ host_fn! {
 /// `objectTake(class, id)` → Promise of the owner epoch a new instance of
 /// the object takes (`Store::take_object`): from then on, an older
 /// instance's writes are refused.
-pub(super) fn object_take<'s>(
+fn object_take<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
     id: String,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let owner = format!("pid {} thread {}", std::process::id(), host.thread.index);
+    let owner = object::owner(&host);
     let early = target(&host, &class, id).map(|(store, object)| async move {
         match store.take_object(object, owner).await {
             Ok(epoch) => Settled::Epoch(epoch),
@@ -283,7 +307,7 @@ host_fn! {
 /// `objectWrite(class, id, entries, deleteAll, epoch)` → Promise: one
 /// atomic write (deleteAll first, then each `[key, bytes or null]`),
 /// refused unless the object's owner epoch is still `epoch`.
-pub(super) fn object_write<'s>(
+fn object_write<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -301,7 +325,7 @@ pub(super) fn object_write<'s>(
         Ok(target) => {
             // The copies are charged until the write is done; over the
             // limit the isolate is being terminated.
-            let Ok(charge) = Reservation::new(&host.memory, size) else {
+            let Ok(charge) = Reservation::new(host.memory(), size) else {
                 return None;
             };
             Ok((target, charge))
@@ -328,7 +352,7 @@ pub(super) fn object_write<'s>(
 host_fn! {
 /// `objectList(class, id, start, end, prefix, limit, reverse)` → Promise of
 /// `[[key, Uint8Array], …]`.
-pub(super) fn object_list<'s>(
+fn object_list<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -363,7 +387,7 @@ pub(super) fn object_list<'s>(
 host_fn! {
 /// `objectGetAlarm(class, id)` → Promise of the alarm's time (ms since the
 /// epoch) or null.
-pub(super) fn object_get_alarm<'s>(
+fn object_get_alarm<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -383,7 +407,7 @@ host_fn! {
 /// `objectSetAlarm(class, id, time, epoch)` → Promise: sets the object's
 /// alarm to `time` (ms since the epoch), or deletes it when `time` is
 /// null, refused unless the object's owner epoch is still `epoch`.
-pub(super) fn object_set_alarm<'s>(
+fn object_set_alarm<'s>(
     scope,
     host: Rc<HostState>,
     class: String,
@@ -417,7 +441,7 @@ pub(super) fn object_set_alarm<'s>(
 host_fn! {
 /// `objectNextTurn()` → Promise settled in a later turn (after this turn's
 /// microtasks), whichever request ends meanwhile: the input gate opens then.
-pub(super) fn object_next_turn<'s>(
+fn object_next_turn<'s>(
     scope,
     host: Rc<HostState>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
@@ -430,11 +454,11 @@ host_fn! {
 /// (`EngineConfig::object_idle`, in ms), settled once that time has passed:
 /// the sweep that evicts idle objects (js/28_durable_object.js). Detached
 /// like every object op: it outlives the request that armed it.
-pub(super) fn object_idle_timer<'s>(
+fn object_idle_timer<'s>(
     scope,
     host: Rc<HostState>,
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let idle = host.thread.config.object_idle;
+    let idle = object::idle(&host);
     let ms = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
     let idled = async move {
         tokio::time::sleep(idle).await;
@@ -454,7 +478,7 @@ fn epoch_of(scope: &mut v8::PinScope<'_, '_>, epoch: v8::Local<'_, v8::Value>) -
 }
 
 /// The JS value of a settled op (in its settling turn).
-pub(super) fn settled_js<'s>(
+fn settled_js<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     settled: Settled,
 ) -> Result<v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>> {
