@@ -57,8 +57,9 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// `isolane-events`, a crate below the core (its own files extend them);
 /// to 28,620 (28,603 lines) when `fetch()` and `data:` URLs left for
 /// `isolane-web` (Request and Response stay: the core runs every request
-/// through them).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 28_620)];
+/// through them); to 27,930 (27,921 lines) when Headers, Body, Request and
+/// Response left for `isolane-fetch-api`, a crate below the core.
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 27_930)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.
