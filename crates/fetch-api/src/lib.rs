@@ -66,7 +66,12 @@ mod tests {
         let names: Vec<&str> = JS.iter().map(|(name, _)| *name).collect();
         assert_eq!(
             names,
-            ["07_headers.js", "10_body.js", "11_request.js", "12_response.js"]
+            [
+                "07_headers.js",
+                "10_body.js",
+                "11_request.js",
+                "12_response.js"
+            ]
         );
         for (name, source) in JS {
             let text = source.as_str();
