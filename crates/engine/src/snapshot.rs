@@ -100,13 +100,15 @@ pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
         .collect()
 }
 
-/// Every runtime file of the process: the core's, the events' its `base`
-/// unit evaluates (`isolane_events`, a crate below the core), then each
+/// Every runtime file of the process: the core's, those of the crates
+/// below the core its units evaluate (`isolane_events`,
+/// `isolane_fetch_api`), then each
 /// family's ([`crate::Family::js`]) in the order given.
 pub(crate) fn sources() -> impl Iterator<Item = (&'static str, &'static v8::OneByteConst)> {
     RUNTIME_JS
         .iter()
         .chain(isolane_events::JS)
+        .chain(isolane_fetch_api::JS)
         .chain(host::families().iter().flat_map(|family| family.js.iter()))
         .map(|(name, source)| (*name, source))
 }
@@ -383,7 +385,7 @@ mod tests {
             // sources) or a function; either reads as the address it holds.
             .map(|reference| unsafe { reference.pointer })
             .collect();
-        for (name, source) in isolane_events::JS {
+        for (name, source) in isolane_events::JS.iter().chain(isolane_fetch_api::JS) {
             let address = std::ptr::from_ref(source).cast_mut().cast();
             assert!(
                 references.contains(&address),

@@ -30,7 +30,10 @@ if (typeof vm.SourceTextModule !== 'function') {
 }
 
 const JS_DIR = path.resolve(__dirname, '..');
-// The Web platform family's files (crates/web/js) run after the core's, before 99_finalize.js.
+// The crates below the core (crates/events/js, crates/fetch-api/js) run among
+// the core's files in name order, as its units claim them; the Web platform
+// family's files (crates/web/js) run after the core's, before 99_finalize.js.
+const BELOW_JS_DIRS = ['events', 'fetch-api'].map((c) => path.resolve(__dirname, `../../../${c}/js`));
 const WEB_JS_DIR = path.resolve(__dirname, '../../../web/js');
 const SUITE_DIR = path.resolve(__dirname, '../../tests/web_api');
 
@@ -48,7 +51,7 @@ function filesOf(dir) {
     });
 }
 function runtimeFiles() {
-  const core = filesOf(JS_DIR);
+  const core = [JS_DIR, ...BELOW_JS_DIRS].flatMap(filesOf).sort(([a], [b]) => (a < b ? -1 : 1));
   const last = core.filter(([name]) => name.startsWith('99_'));
   return [...core.filter(([name]) => !name.startsWith('99_')), ...filesOf(WEB_JS_DIR), ...last];
 }

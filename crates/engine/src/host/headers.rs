@@ -10,15 +10,16 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use super::HostState;
 use crate::unit::Unit;
 
-/// `Headers`, with nothing native of its own: header lists cross the
-/// boundary flat (this file).
+/// `Headers` (`isolane-fetch-api`'s file), with nothing native of its own:
+/// header lists cross the boundary flat (this file).
 pub(super) fn unit() -> Unit {
     Unit::new("headers").js(&["07_headers.js"])
 }
 
-/// Request and Response, which the core makes and answers for every
-/// request it runs (`fetch()` is `isolane-web`'s); each isolate keeps the
-/// header names it has made as V8 strings ([`HeaderNames`]).
+/// Request and Response (`isolane-fetch-api`'s files), which the core makes
+/// and answers for every request it runs (`fetch()` is `isolane-web`'s);
+/// each isolate keeps the header names it has made as V8 strings
+/// ([`HeaderNames`]).
 pub(super) fn bodies() -> Unit {
     Unit::new("request")
         .js(&["10_body.js", "11_request.js", "12_response.js"])
