@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Development harness for the runtime JavaScript in crates/engine/js.
+// Development harness for the runtime JavaScript in crates/engine/js (with
+// crates/events/js and crates/streams/js, below it, and crates/web/js).
 //
 // It emulates the engine's `host` object (HOST.md) with node's own URL,
 // TextEncoder, crypto, timers and fetch, evaluates the NN_*.js files in
@@ -32,6 +33,8 @@ if (typeof vm.SourceTextModule !== 'function') {
 const JS_DIR = path.resolve(__dirname, '..');
 // The Web platform family's files (crates/web/js) run after the core's, before 99_finalize.js.
 const WEB_JS_DIR = path.resolve(__dirname, '../../../web/js');
+// The crates below the core (isolane-events, isolane-streams): their files run among the core's, in name order.
+const BELOW_JS_DIRS = ['events', 'streams'].map((crate) => path.resolve(__dirname, `../../../${crate}/js`));
 const SUITE_DIR = path.resolve(__dirname, '../../tests/web_api');
 
 // As build.rs collects them: each `NN_name.js`, and each `NN_name/` folder
@@ -48,7 +51,7 @@ function filesOf(dir) {
     });
 }
 function runtimeFiles() {
-  const core = filesOf(JS_DIR);
+  const core = [JS_DIR, ...BELOW_JS_DIRS].flatMap(filesOf).sort((a, b) => (a[0] < b[0] ? -1 : 1));
   const last = core.filter(([name]) => name.startsWith('99_'));
   return [...core.filter(([name]) => !name.startsWith('99_')), ...filesOf(WEB_JS_DIR), ...last];
 }
