@@ -101,13 +101,15 @@ pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
 }
 
 /// Every runtime file of the process: the core's, those of the crates
-/// below the core its units evaluate (`isolane_events`,
-/// `isolane_fetch_api`), then each
+/// below the core its units evaluate (`isolane_events` in `base`,
+/// `isolane_streams` in `streams`, `isolane_fetch_api` in `headers` and
+/// `request`), then each
 /// family's ([`crate::Family::js`]) in the order given.
 pub(crate) fn sources() -> impl Iterator<Item = (&'static str, &'static v8::OneByteConst)> {
     RUNTIME_JS
         .iter()
         .chain(isolane_events::JS)
+        .chain(isolane_streams::JS)
         .chain(isolane_fetch_api::JS)
         .chain(host::families().iter().flat_map(|family| family.js.iter()))
         .map(|(name, source)| (*name, source))
@@ -367,9 +369,9 @@ mod tests {
     }
 
     #[test]
-    fn the_events_files_are_in_the_blob_and_read_in_place() {
-        // isolane-events' files run once, at snapshot time (the `base`
-        // unit): a context made from the blob has their classes and the
+    fn the_events_and_streams_files_are_in_the_blob_and_read_in_place() {
+        // isolane-events' and isolane-streams' files run once, at snapshot
+        // time (the `base` and `streams` units): a context made from the blob has their classes and the
         // hooks the core calls without any file run in it, and their
         // sources are external references, so the blob keeps them outside
         // the heap and every isolate reads them from this binary.
@@ -377,15 +379,20 @@ mod tests {
         let blob = blob(None).unwrap();
         let code = "[EventTarget, Event, CustomEvent, ErrorEvent, AbortController, \
                     AbortSignal.any, AbortSignal.timeout, __isolane_internal.dispatchTrusted, \
-                    __isolane_internal.abortSignalAdd].map((f) => typeof f).join()";
-        assert_eq!(run_in_new_context(blob, code), ["function"; 9].join(","));
+                    __isolane_internal.abortSignalAdd, ReadableStream, FixedLengthStream, \
+                    __isolane_internal.streamFromHostBody].map((f) => typeof f).join()";
+        assert_eq!(run_in_new_context(blob, code), ["function"; 12].join(","));
         let references: Vec<*mut std::ffi::c_void> = external_references()
             .iter()
             // SAFETY: every entry of this table was made as a pointer (the
             // sources) or a function; either reads as the address it holds.
             .map(|reference| unsafe { reference.pointer })
             .collect();
-        for (name, source) in isolane_events::JS.iter().chain(isolane_fetch_api::JS) {
+        for (name, source) in isolane_events::JS
+            .iter()
+            .chain(isolane_streams::JS)
+            .chain(isolane_fetch_api::JS)
+        {
             let address = std::ptr::from_ref(source).cast_mut().cast();
             assert!(
                 references.contains(&address),

@@ -90,6 +90,39 @@ pub fn build(fingerprint_env: &str, last: Option<&str>) {
     }
 }
 
+/// For a crate's tests: checks each embedded file `(name, source)` of its
+/// `RUNTIME_JS` against its `js/` folder `js_dir`: ASCII, wrapped, no
+/// comment left and as many lines as the file (a folder's parts joined),
+/// so a stack trace's `isolane:NN_file.js:LINE` is the line in `js/`.
+/// Returns the names in order, for the test to compare with the files it
+/// expects; panics naming a file that fails.
+pub fn check_embedded<'a>(
+    js_dir: &Path,
+    embedded: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<String> {
+    let files = runtime_files(js_dir);
+    let mut names = Vec::new();
+    for (name, text) in embedded {
+        assert!(text.is_ascii(), "{name} has a non-ASCII character");
+        let Some(body) = text
+            .strip_prefix(WRAP_START)
+            .and_then(|s| s.strip_suffix(WRAP_END))
+        else {
+            panic!("{name} is not wrapped as HOST.md says");
+        };
+        let source: String = files
+            .iter()
+            .filter(|(file, _)| file == name)
+            .flat_map(|(_, parts)| parts)
+            .map(|part| fs::read_to_string(part).unwrap_or_default())
+            .collect();
+        assert_eq!(body.lines().count(), source.lines().count(), "{name}");
+        assert!(!body.contains("// "), "{name}: a comment left");
+        names.push(name.to_owned());
+    }
+    names
+}
+
 /// Sets the environment variable `fingerprint_env` to the crate's
 /// fingerprint, for a crate without runtime JavaScript of its own (its
 /// JavaScript is Node built-ins, `include_str!`ed by its units).

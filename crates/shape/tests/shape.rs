@@ -61,9 +61,11 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// through them); to 27,100 (27,098 lines) when Durable Objects' API left
 /// for `isolane-bindings` (its mechanics, `api::object`, stay), with the
 /// host's own import circle opened (`host/settlement.rs` and
-/// `host/unhandled.rs`, two modules above the request state); to 26,420 when Headers, Body,
-/// Request and Response left for `isolane-fetch-api`, a crate below the core.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 26_420)];
+/// `host/unhandled.rs`, two modules above the request state); to 26,420
+/// (26,420 lines) when Headers, Body, Request and Response left for
+/// `isolane-fetch-api`, a crate below the core, and to 23,900 (23,900 lines) when the
+/// streams left for `isolane-streams`, below the core too.
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_900)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

@@ -3,7 +3,7 @@
 // global TextDecoder (04_encoding.js), constructed when a stream is made.
 'use strict';
 
-// The core's class (08_streams.js), taken at snapshot time: a Worker that
+// `isolane-streams`' class (08_streams.js), taken at snapshot time: a Worker that
 // replaces the global later changes nothing here.
 const { TransformStream } = globalThis;
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Development harness for the runtime JavaScript in crates/engine/js.
+// Development harness for the runtime JavaScript in crates/engine/js (with
+// crates/events/js and crates/streams/js, below it, and crates/web/js).
 //
 // It emulates the engine's `host` object (HOST.md) with node's own URL,
 // TextEncoder, crypto, timers and fetch, evaluates the NN_*.js files in
@@ -30,10 +31,11 @@ if (typeof vm.SourceTextModule !== 'function') {
 }
 
 const JS_DIR = path.resolve(__dirname, '..');
-// The crates below the core (crates/events/js, crates/fetch-api/js) run among
-// the core's files in name order, as its units claim them; the Web platform
-// family's files (crates/web/js) run after the core's, before 99_finalize.js.
-const BELOW_JS_DIRS = ['events', 'fetch-api'].map((c) => path.resolve(__dirname, `../../../${c}/js`));
+// The crates below the core (crates/events/js, crates/streams/js,
+// crates/fetch-api/js) run among the core's files in name order, as its units
+// claim them; the Web platform family's files (crates/web/js) run after the
+// core's, before 99_finalize.js.
+const BELOW_JS_DIRS = ['events', 'streams', 'fetch-api'].map((c) => path.resolve(__dirname, `../../../${c}/js`));
 const WEB_JS_DIR = path.resolve(__dirname, '../../../web/js');
 const SUITE_DIR = path.resolve(__dirname, '../../tests/web_api');
 

@@ -7,8 +7,8 @@ use super::{HostState, Settlement, new_promise};
 use crate::unit::Unit;
 
 /// ReadableStream, WritableStream, TransformStream and their kin; incoming
-/// bodies are read through them. `08_streams.js` is the folder
-/// `js/08_streams/`, its parts joined (`build.rs`, and its README).
+/// bodies are read through them. `08_streams.js` is `isolane-streams`' (a
+/// crate below the core: its `js/08_streams/`, the parts joined).
 pub(super) fn unit() -> Unit {
     Unit::new("streams")
         .js(&["08_streams.js"])

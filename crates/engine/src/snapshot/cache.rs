@@ -5,7 +5,7 @@
 //! `snapshot-<key>.bin`). The key is a SHA-256 of everything the blob
 //! depends on: the runtime's JavaScript (the core's and the families'), the engine's Rust sources
 //! (`ISOLANE_ENGINE_FINGERPRINT`, from `build.rs`: the host functions'
-//! order, the host object), those of `isolane-events` (its base files), `isolane-fetch-api` (Headers, Request, Response) and those of the API crates' families it was
+//! order, the host object), those of `isolane-events`, `isolane-streams` and `isolane-fetch-api` (files below the core) and those of the API crates' families it was
 //! made with (`Family::fingerprint`), V8's version and the V8 flags. A file that does
 //! not check out is rebuilt and rewritten, never handed to V8, which aborts
 //! the process on a blob it cannot read. Files of other builds are removed
@@ -27,6 +27,7 @@ pub(crate) fn current_key() -> Key {
         env!("ISOLANE_ENGINE_FINGERPRINT"),
         isolane_events::FINGERPRINT,
         isolane_fetch_api::FINGERPRINT,
+        isolane_streams::FINGERPRINT,
     ]
     .into_iter()
     .chain(crate::host::families().iter().map(|f| f.fingerprint))
