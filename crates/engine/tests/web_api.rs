@@ -28,7 +28,7 @@ fn web_api_suites() {
 }
 
 /// The test harness every suite runs with, put before its text.
-const HARNESS: &str = include_str!("../js/dev/preamble.js");
+const HARNESS: &str = include_str!("js_harness/preamble.js");
 
 async fn run_all() {
     let target = start_target_server().await;

@@ -64,8 +64,10 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// `host/unhandled.rs`, two modules above the request state); to 26,420
 /// (26,420 lines) when Headers, Body, Request and Response left for
 /// `isolane-fetch-api`, a crate below the core, and to 23,900 (23,900 lines) when the
-/// streams left for `isolane-streams`, below the core too.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_900)];
+/// streams left for `isolane-streams`, below the core too; to 23,320
+/// (23,311 lines) when the runtime JavaScript's node harness and the Web API
+/// suites' preamble, test tools, joined the suites in `tests/`.
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_320)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

@@ -1,5 +1,5 @@
 // The Web API suites' test harness: every runner puts it before the suite's
-// own text (tests/web_api.rs, dev/harness.js), so a suite is this file and
+// own text (tests/web_api.rs, js_harness/harness.js), so a suite is this file and
 // its own, read as one worker script (tests/web_api/README.md).
 let results;
 const fmt = (v) => { try { return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : JSON.stringify(v) ?? String(v); } catch { return String(v); } };

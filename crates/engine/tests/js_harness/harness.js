@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Development harness for the runtime JavaScript in crates/engine/js (with
-// crates/events/js and crates/streams/js, below it, and crates/web/js).
+// crates/events/js, crates/streams/js and crates/fetch-api/js, below it, and
+// crates/web/js). A test tool, kept with the suites it runs (tests/web_api).
 //
 // It emulates the engine's `host` object (HOST.md) with node's own URL,
 // TextEncoder, crypto, timers and fetch, evaluates the NN_*.js files in
@@ -9,9 +10,9 @@
 // it one request through `internal.handleRequest`.
 //
 // Usage:
-//   node crates/engine/js/dev/harness.js                 # every suite in tests/web_api
-//   node crates/engine/js/dev/harness.js url.js fetch.js # some suites
-//   node crates/engine/js/dev/harness.js --print some-worker.js   # print the response
+//   node crates/engine/tests/js_harness/harness.js                 # every suite in tests/web_api
+//   node crates/engine/tests/js_harness/harness.js url.js fetch.js # some suites
+//   node crates/engine/tests/js_harness/harness.js --print some-worker.js   # print the response
 //   options: --verbose (print the worker's logs), --method GET, --body TEXT
 'use strict';
 
@@ -30,14 +31,14 @@ if (typeof vm.SourceTextModule !== 'function') {
   process.exit(r.status === null ? 1 : r.status);
 }
 
-const JS_DIR = path.resolve(__dirname, '..');
+const JS_DIR = path.resolve(__dirname, '../../js');
 // The crates below the core (crates/events/js, crates/streams/js,
 // crates/fetch-api/js) run among the core's files in name order, as its units
 // claim them; the Web platform family's files (crates/web/js) run after the
 // core's, before 99_finalize.js.
 const BELOW_JS_DIRS = ['events', 'streams', 'fetch-api'].map((c) => path.resolve(__dirname, `../../../${c}/js`));
 const WEB_JS_DIR = path.resolve(__dirname, '../../../web/js');
-const SUITE_DIR = path.resolve(__dirname, '../../tests/web_api');
+const SUITE_DIR = path.resolve(__dirname, '../web_api');
 
 // As build.rs collects them: each `NN_name.js`, and each `NN_name/` folder
 // as one file, its `*.js` parts joined in name order. [name, source] pairs.
@@ -287,7 +288,7 @@ function createRuntime(opts = {}) {
   internal = vm.runInContext('globalThis.__isolane_internal', ctx);
   vm.runInContext('delete globalThis.__isolane_internal', ctx);
 
-  // `withHarness`: a Web API suite, which runs with dev/preamble.js before it.
+  // `withHarness`: a Web API suite, which runs with preamble.js before it.
   async function loadWorker(file, env = {}, withHarness = false) {
     const own = fs.readFileSync(file, 'utf8');
     const src = withHarness ? fs.readFileSync(path.join(__dirname, 'preamble.js'), 'utf8') + own : own;
