@@ -56,14 +56,9 @@ pub const FINGERPRINT: &str = env!("ISOLANE_FETCH_API_FINGERPRINT");
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn the_files_keep_their_line_numbers_without_comments() {
-        // `isolane_jsbuild` drops comments but keeps their line breaks, so
-        // a stack trace's `isolane:NN_file.js:LINE` is the line in js/.
-        let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js");
-        let names: Vec<&str> = JS.iter().map(|(name, _)| *name).collect();
+        let names: Vec<&str> = super::JS.iter().map(|(name, _)| *name).collect();
         assert_eq!(
             names,
             [
@@ -73,16 +68,10 @@ mod tests {
                 "12_response.js"
             ]
         );
-        for (name, source) in JS {
-            let text = source.as_str();
-            assert!(text.is_ascii(), "{name} has a non-ASCII character");
-            let body = text
-                .strip_prefix(WRAP_START)
-                .and_then(|s| s.strip_suffix(WRAP_END))
-                .unwrap_or_default();
-            let original = std::fs::read_to_string(js.join(name)).unwrap_or_default();
-            assert_eq!(body.lines().count(), original.lines().count(), "{name}");
-            assert!(!body.contains("// "), "{name}: a comment left");
-        }
+        let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js");
+        let embedded = super::JS
+            .iter()
+            .map(|(name, source)| (*name, source.as_str()));
+        assert_eq!(isolane_jsbuild::check_embedded(&js, embedded), Ok(()));
     }
 }

@@ -90,6 +90,38 @@ pub fn build(fingerprint_env: &str, last: Option<&str>) {
     }
 }
 
+/// For a crate's tests: each embedded file (`RUNTIME_JS`' name and source)
+/// is its file in `js` (a folder's parts joined) wrapped, with the same
+/// line count (a stack trace's `isolane:NN_file.js:LINE` is the line in
+/// `js/`), no `// ` comment left and ASCII only. `Err` says which is not.
+pub fn check_embedded<'a>(
+    js: &Path,
+    embedded: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), String> {
+    let files = runtime_files(js);
+    for (name, source) in embedded {
+        let body = source
+            .strip_prefix(WRAP_START)
+            .and_then(|s| s.strip_suffix(WRAP_END))
+            .ok_or_else(|| format!("{name}: not wrapped"))?;
+        let (_, parts) = files
+            .iter()
+            .find(|(file, _)| file == name)
+            .ok_or_else(|| format!("{name}: not in {}", js.display()))?;
+        let original: String = parts
+            .iter()
+            .map(|part| fs::read_to_string(part).unwrap_or_default())
+            .collect();
+        if !source.is_ascii() || body.lines().count() != original.lines().count() {
+            return Err(format!("{name}: not ASCII, or lines moved"));
+        }
+        if body.contains("// ") {
+            return Err(format!("{name}: a comment left"));
+        }
+    }
+    Ok(())
+}
+
 /// Sets the environment variable `fingerprint_env` to the crate's
 /// fingerprint, for a crate without runtime JavaScript of its own (its
 /// JavaScript is Node built-ins, `include_str!`ed by its units).
