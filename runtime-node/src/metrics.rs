@@ -23,7 +23,7 @@ mod queues;
 mod storage;
 mod workflows;
 
-pub use queues::QueueMetrics;
+pub use queues::{QueueMetrics, WakeSource};
 pub use storage::StorageMetrics;
 pub use workflows::WorkflowMetrics;
 

@@ -255,6 +255,23 @@ impl Store {
         self.queues_changed.subscribe()
     }
 
+    /// A receiver that changes each time another process sends to
+    /// `scope`'s queue (PostgreSQL's `NOTIFY`, listened for on one
+    /// connection from the first call); `None` for SQLite, whose only
+    /// process's sends change [`Store::queue_changes`]. A change is a
+    /// hint: nothing is missed by a loop that also looks every second.
+    pub fn queue_wakes(&self, scope: &QueueScope) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(db) => db
+                .queue_wakes(scope)
+                .inspect_err(|error| {
+                    tracing::warn!(%error, "queues: cannot listen for other processes' sends");
+                })
+                .ok(),
+        }
+    }
+
     /// What `scope`'s queue holds ready at `now` (ms), counted up to `max`.
     pub async fn queue_ready(
         &self,

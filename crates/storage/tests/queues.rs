@@ -331,4 +331,56 @@ async fn queues_on_a_real_postgresql() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 100);
+    another_process_s_send_wakes_the_owner(&settings).await;
+}
+
+/// The owner waits on its queue's wake-ups; another process's send wakes
+/// it (PostgreSQL's `NOTIFY`). That its own sends and other queues' do not
+/// is `listen.rs`'s unit test.
+async fn another_process_s_send_wakes_the_owner(settings: &PostgresSettings) {
+    let (owner, sender) = (
+        Store::postgres(settings).unwrap(),
+        Store::postgres(settings).unwrap(),
+    );
+    let scope = QueueScope::new("team-w", "woken");
+    let mut woken = owner.queue_wakes(&scope).expect("PostgreSQL tells sends");
+    let within = std::time::Duration::from_secs(30);
+    // Listening: once the connection is up, every queue waited on is woken
+    // once (it says what was sent before it listened).
+    tokio::time::timeout(within, woken.changed())
+        .await
+        .expect("the listening connection is made")
+        .unwrap();
+    woken.mark_unchanged();
+    owner
+        .queue_send(scope.clone(), vec![send("own", 0)], false)
+        .await
+        .unwrap();
+    sender
+        .queue_send(
+            QueueScope::new("team-w", "other"),
+            vec![send("x", 0)],
+            false,
+        )
+        .await
+        .unwrap();
+    sender
+        .queue_send(
+            QueueScope::new("team-v", "woken"),
+            vec![send("x", 0)],
+            false,
+        )
+        .await
+        .unwrap();
+    sender
+        .queue_send(scope.clone(), vec![send("theirs", 0)], false)
+        .await
+        .unwrap();
+    tokio::time::timeout(within, woken.changed())
+        .await
+        .expect("another process's send wakes the owner")
+        .unwrap();
+    // A hint only: the owner finds both messages by looking.
+    let depth = owner.queue_depth(scope.clone()).await.unwrap();
+    assert_eq!(depth.messages, 2);
 }

@@ -29,7 +29,7 @@ use isolane_worker::QueueConsumer;
 use isolane_engine::{Engine, QueueBatch, Work, WorkerBundle};
 
 use super::outcome::{QueueOutcome, Verdict};
-use crate::metrics::QueueMetrics;
+use crate::metrics::{QueueMetrics, WakeSource};
 
 /// How often the runner deletes the expired messages of the queues it
 /// delivers and counts their backlog (the metrics), in looks at its
@@ -84,7 +84,8 @@ pub struct QueueRunner {
     /// The shortest wait between two looks at a queue.
     poll: Duration,
     /// The longest wait: how often consumers are looked up again, and a
-    /// message another process sent is seen at worst.
+    /// message another process sent is seen at worst (when PostgreSQL's
+    /// notifications do not reach this process: at once otherwise).
     idle: Duration,
     /// How much longer than the Worker's wall limit a lease holds.
     lease_margin: Duration,
@@ -195,6 +196,7 @@ impl QueueRunner {
             i64::from(consumer.batch_timeout_ms()),
         );
         let mut changes = self.store.queue_changes();
+        let mut told = self.store.queue_wakes(&scope);
         let Some(fence) = self.take(&scope).await else {
             return;
         };
@@ -236,8 +238,15 @@ impl QueueRunner {
                 .clamp(self.poll, self.idle);
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
-                _ = changes.changed() => {}
+                _ = changes.changed() => self.woken(WakeSource::Local),
+                () = sent_elsewhere(&mut told) => self.woken(WakeSource::Notify),
             }
+        }
+    }
+
+    fn woken(&self, source: WakeSource) {
+        if let Some(metrics) = &self.metrics {
+            metrics.woken(source);
         }
     }
 
@@ -340,6 +349,17 @@ impl QueueRunner {
             }
         }
     }
+}
+
+/// Resolves when another process sent to the queue `told` watches
+/// (`isolane_storage::Store::queue_wakes`); never without one.
+async fn sent_elsewhere(told: &mut Option<tokio::sync::watch::Receiver<u64>>) {
+    if let Some(told) = told
+        && told.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
 }
 
 /// The tail event of `message`, dropped from `scope`'s queue after its

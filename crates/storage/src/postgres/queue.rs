@@ -4,7 +4,7 @@
 //! processes leasing at once never take the same message, and fenced by
 //! the queue's owner epoch (`queue_owner`, migration 10) when asked.
 
-use super::Postgres;
+use super::{Postgres, listen};
 use crate::StoreError;
 use crate::queue::{
     self, QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSettle,
@@ -18,6 +18,7 @@ impl Postgres {
         now: i64,
         quota: Option<QueueQuota>,
     ) -> Result<(), StoreError> {
+        let wake = self.wakes.payload(&scope);
         self.run(move |mut client| async move {
             let tx = client.transaction().await?;
             if quota.is_some() {
@@ -49,11 +50,15 @@ impl Postgres {
                 types.push(content_type);
                 visible.push(at);
             }
+            // The queue's owner is told at commit (`listen.rs`), in the
+            // same statement.
             tx.execute(
-                "INSERT INTO queue_message (namespace, queue, id, body, content_type, sent_at, visible_at)
-                 SELECT $1, $2, m.id, m.body, m.content_type, $3, m.visible_at
-                 FROM unnest($4::text[], $5::bytea[], $6::text[], $7::bigint[])
-                     AS m(id, body, content_type, visible_at)",
+                "WITH sent AS (
+                     INSERT INTO queue_message (namespace, queue, id, body, content_type, sent_at, visible_at)
+                     SELECT $1, $2, m.id, m.body, m.content_type, $3, m.visible_at
+                     FROM unnest($4::text[], $5::bytea[], $6::text[], $7::bigint[])
+                         AS m(id, body, content_type, visible_at))
+                 SELECT pg_notify($8, $9)",
                 &[
                     &scope.namespace,
                     &scope.queue,
@@ -62,6 +67,8 @@ impl Postgres {
                     &bodies,
                     &types,
                     &visible,
+                    &listen::CHANNEL,
+                    &wake,
                 ],
             )
             .await?;
