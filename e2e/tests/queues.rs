@@ -408,6 +408,40 @@ async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owne
         .filter(|(.., at)| *at > killed)
         .map(|(.., at)| *at - killed)
         .min();
+    // The killed owner's batches under way (delivered again: attempts 2 or
+    // more), how long after the kill: the new owner releases them as it
+    // takes the queue, without waiting out their lease (wallMs + 5 s).
+    let again: Vec<Duration> = of_a
+        .iter()
+        .filter(|(.., attempts, at)| *attempts > 1 && *at > killed)
+        .map(|(.., at)| *at - killed)
+        .collect();
+    let released = cluster
+        .nodes
+        .iter()
+        .flat_map(|node| {
+            node.process
+                .log()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|line| line.contains("queues: released the messages an earlier owner had leased"))
+        .filter(|line| line.contains(&format!("namespace={TEAM_A} ")))
+        .filter_map(|line| {
+            line.split("released=")
+                .nth(1)?
+                .split_whitespace()
+                .next()
+                .map(str::to_owned)
+        })
+        .collect::<Vec<_>>();
+    eprintln!(
+        "{TEAM_A}: the killed owner's in-flight messages ({} deliveries with attempts > 1) delivered again from {:?} to {:?} after the kill; released by the takes: {released:?}",
+        again.len(),
+        again.iter().min(),
+        again.iter().max(),
+    );
     eprintln!(
         "{TEAM_A}: {} acknowledged sends ({} refused requests), {} at the kill with {} consumed; \
          {first_owner} (epoch {epoch}) killed, {second_owner} (epoch {second_epoch}) delivered from {after_kill:?} after it; \

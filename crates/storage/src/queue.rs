@@ -71,6 +71,10 @@ pub struct QueueSettle {
     /// deleted without one.
     pub dead: Vec<String>,
     pub dead_letter: Option<String>,
+    /// The owner epoch the batch was leased under (`None`: unfenced). A
+    /// retry of a message released since to a newer owner
+    /// ([`Store::queue_take`]) is not applied: that owner holds it now.
+    pub fence: Option<i64>,
 }
 
 /// What a queue holds ready for delivery ([`Store::queue_ready`]).
@@ -291,7 +295,10 @@ impl Store {
     /// `scope`'s queue: increments its owner epoch and returns it. From then
     /// on a lease fenced with an older epoch is refused
     /// ([`QueueError::Fenced`]), so a node that lost the queue on the ring
-    /// starts no batch of it after the new owner took it.
+    /// starts no batch of it after the new owner took it. The messages
+    /// leased under an older epoch (a dead owner's batches) are visible
+    /// again in the same transaction, as of when they were sent (first in
+    /// line): the new owner delivers them without waiting out their lease.
     pub async fn queue_take(&self, scope: QueueScope, owner: String) -> Result<i64, StoreError> {
         match &self.backend {
             Backend::Sqlite(folder) => {

@@ -196,11 +196,52 @@ async fn scenario(store: Store) {
         ),
         "{error:?}"
     );
+    // The message the first owner leased was released as the second took
+    // the queue: it is leased again at once, not after its lease.
     let leased = store
         .queue_lease(fenced.clone(), Some(second), now(), now() + 60_000, 10)
         .await
         .unwrap();
-    assert_eq!(bodies(&leased).len(), 1);
+    let mut got = bodies(&leased);
+    got.sort();
+    assert_eq!(got, ["f1", "f2"]);
+    let f1 = leased.iter().find(|m| m.body == b"f1").unwrap().clone();
+    assert_eq!(f1.attempts, 2, "f1 delivered again");
+    // The first owner's late settle cannot make the message the second
+    // holds visible again (its retry is not applied).
+    store
+        .queue_settle(
+            fenced.clone(),
+            QueueSettle {
+                retried: vec![(f1.id.clone(), now())],
+                fence: Some(first),
+                ..QueueSettle::default()
+            },
+        )
+        .await
+        .unwrap();
+    let again = store
+        .queue_lease(fenced.clone(), Some(second), now(), now() + 60_000, 10)
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "{:?}", bodies(&again));
+    // The second owner's own retry is.
+    store
+        .queue_settle(
+            fenced.clone(),
+            QueueSettle {
+                retried: vec![(f1.id.clone(), now())],
+                fence: Some(second),
+                ..QueueSettle::default()
+            },
+        )
+        .await
+        .unwrap();
+    let again = store
+        .queue_lease(fenced.clone(), Some(second), now(), now() + 60_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&again), ["f1"]);
 
     // Refused batches write nothing.
     let too_many: Vec<_> = (0..101).map(|_| send("x", 0)).collect();

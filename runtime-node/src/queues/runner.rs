@@ -215,7 +215,7 @@ impl QueueRunner {
                                 let delivery = Arc::clone(&self).deliver(
                                     scope.clone(),
                                     of.clone(),
-                                    batch,
+                                    (batch, fence),
                                     slot,
                                 );
                                 tokio::spawn(delivery);
@@ -302,12 +302,13 @@ impl QueueRunner {
         }
     }
 
-    /// Runs `messages` through the consumer and settles them.
+    /// Runs `messages` (leased under `fence`) through the consumer and
+    /// settles them.
     async fn deliver(
         self: Arc<Self>,
         scope: QueueScope,
         of: QueueConsumerOf,
-        messages: Vec<QueueMessage>,
+        (messages, fence): (Vec<QueueMessage>, Option<i64>),
         _slot: tokio::sync::OwnedSemaphorePermit,
     ) {
         let held = self.host.worker(&of.worker_id);
@@ -322,7 +323,10 @@ impl QueueRunner {
             }
             None => QueueOutcome::failed(),
         };
-        let settle = settle(&outcome, &messages, &of.consumer, now_ms());
+        let settle = QueueSettle {
+            fence,
+            ..settle(&outcome, &messages, &of.consumer, now_ms())
+        };
         let dead: Vec<QueueMessage> = messages
             .into_iter()
             .filter(|m| settle.dead.contains(&m.id))

@@ -111,14 +111,18 @@ impl Postgres {
         .await
     }
 
-    /// Increments `scope`'s owner epoch for `owner`; the new epoch.
+    /// Increments `scope`'s owner epoch for `owner` and makes the messages
+    /// leased under an older epoch visible again, as of when they were
+    /// sent (they come first: they are older than what waits); the new
+    /// epoch.
     pub(crate) async fn queue_take(
         &self,
         scope: QueueScope,
         owner: String,
     ) -> Result<i64, StoreError> {
-        self.run(move |client| async move {
-            let row = client
+        self.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            let row = tx
                 .query_one(
                     "INSERT INTO queue_owner (namespace, queue, owner, epoch) VALUES ($1, $2, $3, 1)
                      ON CONFLICT (namespace, queue) DO UPDATE SET owner = excluded.owner, epoch = queue_owner.epoch + 1
@@ -126,7 +130,21 @@ impl Postgres {
                     &[&scope.namespace, &scope.queue, &owner],
                 )
                 .await?;
-            Ok(row.try_get(0)?)
+            let epoch: i64 = row.try_get(0)?;
+            // A lease under way waits for this (the epoch row above) or
+            // committed before it: none is missed.
+            let released = tx
+                .execute(
+                    "UPDATE queue_message SET visible_at = sent_at, lease_epoch = NULL
+                     WHERE namespace = $1 AND queue = $2 AND lease_epoch < $3",
+                    &[&scope.namespace, &scope.queue, &epoch],
+                )
+                .await?;
+            tx.commit().await?;
+            if released > 0 {
+                tracing::info!(namespace = %scope.namespace, queue = %scope.queue, epoch, released, "queues: released the messages an earlier owner had leased");
+            }
+            Ok(epoch)
         })
         .await
     }
@@ -172,10 +190,11 @@ impl Postgres {
                          SELECT ctid FROM queue_message
                          WHERE namespace = $1 AND queue = $2 AND visible_at <= $3
                          ORDER BY visible_at, sent_at LIMIT $5 FOR UPDATE SKIP LOCKED)
-                     UPDATE queue_message AS m SET visible_at = $4, attempts = m.attempts + 1
+                     UPDATE queue_message AS m
+                     SET visible_at = $4, attempts = m.attempts + 1, lease_epoch = $6
                      WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
                      RETURNING m.id, m.sent_at, m.body, m.content_type, m.attempts",
-                    &[&scope.namespace, &scope.queue, &now, &until, &max],
+                    &[&scope.namespace, &scope.queue, &now, &until, &max, &fence],
                 )
                 .await?;
             let mut messages = rows
@@ -226,10 +245,11 @@ impl Postgres {
             let (ids, times): (Vec<&String>, Vec<i64>) =
                 settle.retried.iter().map(|(id, at)| (id, *at)).unzip();
             tx.execute(
-                "UPDATE queue_message AS m SET visible_at = r.at
+                "UPDATE queue_message AS m SET visible_at = r.at, lease_epoch = NULL
                  FROM unnest($3::text[], $4::bigint[]) AS r(id, at)
-                 WHERE m.namespace = $1 AND m.queue = $2 AND m.id = r.id",
-                &[ns, q, &ids, &times],
+                 WHERE m.namespace = $1 AND m.queue = $2 AND m.id = r.id
+                     AND m.lease_epoch IS NOT DISTINCT FROM $5",
+                &[ns, q, &ids, &times, &settle.fence],
             )
             .await?;
             tx.commit().await?;
