@@ -20,12 +20,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolane_crds::{EnvVar, Worker};
+use isolane_crds::Worker;
 use isolane_e2e::cluster::{Cluster, ClusterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::kubectl;
 use isolane_e2e::loopback;
-use isolane_e2e::workers::{self, inline_worker};
+use isolane_e2e::workers::{self, env_var as env, inline_worker};
 use isolane_testenv::{ControlPlane, Postgres, wait_until};
 use isolane_worker::{Binding, QueueConsumer};
 
@@ -79,15 +79,6 @@ async fn start_reports() -> (SocketAddr, Reports) {
     })
     .await;
     (addr, reports)
-}
-
-fn env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: Some(value.to_owned()),
-        value_from: None,
-        json: None,
-    }
 }
 
 fn producer_host(i: usize) -> String {

@@ -208,40 +208,26 @@ async fn scenario(store: Store) {
     let f1 = leased.iter().find(|m| m.body == b"f1").unwrap().clone();
     assert_eq!(f1.attempts, 2, "f1 delivered again");
     // The first owner's late settle cannot make the message the second
-    // holds visible again (its retry is not applied).
-    store
-        .queue_settle(
-            fenced.clone(),
-            QueueSettle {
-                retried: vec![(f1.id.clone(), now())],
-                fence: Some(first),
+    // holds visible again (its retry is not applied); the second's own
+    // retry is.
+    let retry_under = |fence: i64| {
+        let (store, scope, id) = (store.clone(), fenced.clone(), f1.id.clone());
+        async move {
+            let retried = QueueSettle {
+                retried: vec![(id, now())],
+                fence: Some(fence),
                 ..QueueSettle::default()
-            },
-        )
-        .await
-        .unwrap();
-    let again = store
-        .queue_lease(fenced.clone(), Some(second), now(), now() + 60_000, 10)
-        .await
-        .unwrap();
-    assert!(again.is_empty(), "{:?}", bodies(&again));
-    // The second owner's own retry is.
-    store
-        .queue_settle(
-            fenced.clone(),
-            QueueSettle {
-                retried: vec![(f1.id.clone(), now())],
-                fence: Some(second),
-                ..QueueSettle::default()
-            },
-        )
-        .await
-        .unwrap();
-    let again = store
-        .queue_lease(fenced.clone(), Some(second), now(), now() + 60_000, 10)
-        .await
-        .unwrap();
-    assert_eq!(bodies(&again), ["f1"]);
+            };
+            store.queue_settle(scope.clone(), retried).await.unwrap();
+            let again = store
+                .queue_lease(scope, Some(second), now(), now() + 60_000, 10)
+                .await
+                .unwrap();
+            bodies(&again)
+        }
+    };
+    assert!(retry_under(first).await.is_empty());
+    assert_eq!(retry_under(second).await, ["f1"]);
 
     // Refused batches write nothing.
     let too_many: Vec<_> = (0..101).map(|_| send("x", 0)).collect();
@@ -393,30 +379,15 @@ async fn another_process_s_send_wakes_the_owner(settings: &PostgresSettings) {
         .expect("the listening connection is made")
         .unwrap();
     woken.mark_unchanged();
-    owner
-        .queue_send(scope.clone(), vec![send("own", 0)], false)
-        .await
-        .unwrap();
-    sender
-        .queue_send(
-            QueueScope::new("team-w", "other"),
-            vec![send("x", 0)],
-            false,
-        )
-        .await
-        .unwrap();
-    sender
-        .queue_send(
-            QueueScope::new("team-v", "woken"),
-            vec![send("x", 0)],
-            false,
-        )
-        .await
-        .unwrap();
-    sender
-        .queue_send(scope.clone(), vec![send("theirs", 0)], false)
-        .await
-        .unwrap();
+    let sends = [
+        (&owner, scope.clone(), "own"),
+        (&sender, QueueScope::new("team-w", "other"), "x"),
+        (&sender, QueueScope::new("team-v", "woken"), "x"),
+        (&sender, scope.clone(), "theirs"),
+    ];
+    for (by, to, body) in sends {
+        by.queue_send(to, vec![send(body, 0)], false).await.unwrap();
+    }
     tokio::time::timeout(within, woken.changed())
         .await
         .expect("another process's send wakes the owner")

@@ -11,7 +11,9 @@
 //! delay `retry()` gave) until it has been retried `maxRetries` times, then
 //! moved to the dead-letter queue, or dropped (logged) without one.
 //! Delivery is at least once: a lease outlives the Worker's wall limit, and
-//! messages whose process died holding them are leased again after it.
+//! messages whose process died holding them are leased again after it (on
+//! a cluster at once: the next owner releases them as it takes the queue,
+//! `isolane_storage::Store::queue_take`).
 //!
 //! Which process delivers a queue is the [`QueueHost`]'s to say: in
 //! `isolane dev` the only one; on a cluster, the queue's owner on the ring,
