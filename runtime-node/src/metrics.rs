@@ -431,6 +431,7 @@ pub const ALL: &[Metric] = &[
     workflows::INSTANCES,
     queues::BACKLOG,
     queues::OLDEST_AGE,
+    queues::WAKEUPS,
     LOG_LINES_DROPPED,
     REQUESTS,
     REJECTIONS,
