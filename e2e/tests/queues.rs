@@ -12,8 +12,9 @@
 //! the owner is SIGKILLed, and the last 500 are sent right after the kill.
 //! Every message whose send was acknowledged (its request answered 200) is
 //! consumed in the end, by the other node, which took the queue (a higher
-//! epoch); duplicates (the batches under way at the kill, delivered again
-//! once their lease ran out) are counted and printed. Then the killed node
+//! epoch); duplicates (the batches under way at the kill, released by the
+//! new owner as it took the queue) are counted and printed, and when those
+//! were delivered again. Then the killed node
 //! starts again: the ring names it the owner again, it takes the queue back
 //! (a higher epoch still, the other node fenced) and 200 more messages are
 //! all consumed. The second namespace's messages reach its own consumer
@@ -33,12 +34,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
-use isolane_crds::{EnvVar, Worker};
+use isolane_crds::Worker;
 use isolane_e2e::cluster::{Cluster, ClusterOptions};
 use isolane_e2e::ingress::Ingress;
 use isolane_e2e::kubectl;
 use isolane_e2e::loopback;
-use isolane_e2e::workers::{self, inline_worker};
+use isolane_e2e::workers::{self, env_var as env, inline_worker};
 use isolane_testenv::{ControlPlane, Postgres, wait_until};
 use isolane_worker::{Binding, QueueConsumer};
 
@@ -116,15 +117,6 @@ async fn start_reports() -> (SocketAddr, Reports) {
     })
     .await;
     (addr, reports)
-}
-
-fn env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: Some(value.to_owned()),
-        value_from: None,
-        json: None,
-    }
 }
 
 /// A namespace's producer (on `host`) and consumer of queue `jobs`, tagged
@@ -408,6 +400,40 @@ async fn every_acknowledged_send_is_consumed_across_a_sigkill_of_the_queues_owne
         .filter(|(.., at)| *at > killed)
         .map(|(.., at)| *at - killed)
         .min();
+    // The killed owner's batches under way (delivered again: attempts 2 or
+    // more), how long after the kill: the new owner releases them as it
+    // takes the queue, without waiting out their lease (wallMs + 5 s).
+    let again: Vec<Duration> = of_a
+        .iter()
+        .filter(|(.., attempts, at)| *attempts > 1 && *at > killed)
+        .map(|(.., at)| *at - killed)
+        .collect();
+    let released = cluster
+        .nodes
+        .iter()
+        .flat_map(|node| {
+            node.process
+                .log()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|line| line.contains("queues: released the messages an earlier owner had leased"))
+        .filter(|line| line.contains(&format!("namespace={TEAM_A} ")))
+        .filter_map(|line| {
+            line.split("released=")
+                .nth(1)?
+                .split_whitespace()
+                .next()
+                .map(str::to_owned)
+        })
+        .collect::<Vec<_>>();
+    eprintln!(
+        "{TEAM_A}: the killed owner's in-flight messages ({} deliveries with attempts > 1) delivered again from {:?} to {:?} after the kill; released by the takes: {released:?}",
+        again.len(),
+        again.iter().min(),
+        again.iter().max(),
+    );
     eprintln!(
         "{TEAM_A}: {} acknowledged sends ({} refused requests), {} at the kill with {} consumed; \
          {first_owner} (epoch {epoch}) killed, {second_owner} (epoch {second_epoch}) delivered from {after_kill:?} after it; \

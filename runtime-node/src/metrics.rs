@@ -23,7 +23,7 @@ mod queues;
 mod storage;
 mod workflows;
 
-pub use queues::QueueMetrics;
+pub use queues::{QueueMetrics, WakeSource};
 pub use storage::StorageMetrics;
 pub use workflows::WorkflowMetrics;
 
@@ -431,6 +431,7 @@ pub const ALL: &[Metric] = &[
     workflows::INSTANCES,
     queues::BACKLOG,
     queues::OLDEST_AGE,
+    queues::WAKEUPS,
     LOG_LINES_DROPPED,
     REQUESTS,
     REJECTIONS,

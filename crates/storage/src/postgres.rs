@@ -11,6 +11,7 @@
 
 mod alarm;
 mod durable;
+mod listen;
 mod queue;
 mod schema;
 mod settings;
@@ -39,6 +40,14 @@ pub(crate) struct Postgres {
     handle: OnceLock<tokio::runtime::Handle>,
     /// Whether the schema was found current once.
     schema_ok: AtomicBool,
+    /// The queues this process waits on, woken by other processes' sends
+    /// (`listen.rs`), and what the listening connection is made with.
+    wakes: std::sync::Arc<listen::QueueWakes>,
+    listen_with: (
+        tokio_postgres::Config,
+        tokio_postgres_rustls::MakeRustlsConnect,
+    ),
+    listening: std::sync::Once,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -94,7 +103,24 @@ impl Postgres {
             runtime: Mutex::new(None),
             handle: OnceLock::new(),
             schema_ok: AtomicBool::new(false),
+            wakes: std::sync::Arc::new(listen::QueueWakes::new()),
+            listen_with: (settings.config()?, settings.tls()?),
+            listening: std::sync::Once::new(),
         })
+    }
+
+    /// A watch that changes when another process sends to `scope`'s
+    /// queue; the first call starts listening (`listen.rs`).
+    pub(crate) fn queue_wakes(
+        &self,
+        scope: &crate::QueueScope,
+    ) -> Result<tokio::sync::watch::Receiver<u64>, StoreError> {
+        let handle = self.handle()?;
+        self.listening.call_once(|| {
+            let (config, tls) = self.listen_with.clone();
+            listen::spawn(&handle, config, tls, &self.wakes);
+        });
+        Ok(self.wakes.subscribe(scope))
     }
 
     /// Runs `work` with a pooled connection on the backend's runtime.

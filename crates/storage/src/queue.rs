@@ -71,6 +71,10 @@ pub struct QueueSettle {
     /// deleted without one.
     pub dead: Vec<String>,
     pub dead_letter: Option<String>,
+    /// The owner epoch the batch was leased under (`None`: unfenced). A
+    /// retry of a message released since to a newer owner
+    /// ([`Store::queue_take`]) is not applied: that owner holds it now.
+    pub fence: Option<i64>,
 }
 
 /// What a queue holds ready for delivery ([`Store::queue_ready`]).
@@ -255,6 +259,23 @@ impl Store {
         self.queues_changed.subscribe()
     }
 
+    /// A receiver that changes each time another process sends to
+    /// `scope`'s queue (PostgreSQL's `NOTIFY`, listened for on one
+    /// connection from the first call); `None` for SQLite, whose only
+    /// process's sends change [`Store::queue_changes`]. A change is a
+    /// hint: nothing is missed by a loop that also looks every second.
+    pub fn queue_wakes(&self, scope: &QueueScope) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(db) => db
+                .queue_wakes(scope)
+                .inspect_err(|error| {
+                    tracing::warn!(%error, "queues: cannot listen for other processes' sends");
+                })
+                .ok(),
+        }
+    }
+
     /// What `scope`'s queue holds ready at `now` (ms), counted up to `max`.
     pub async fn queue_ready(
         &self,
@@ -274,7 +295,10 @@ impl Store {
     /// `scope`'s queue: increments its owner epoch and returns it. From then
     /// on a lease fenced with an older epoch is refused
     /// ([`QueueError::Fenced`]), so a node that lost the queue on the ring
-    /// starts no batch of it after the new owner took it.
+    /// starts no batch of it after the new owner took it. The messages
+    /// leased under an older epoch (a dead owner's batches) are visible
+    /// again in the same transaction, as of when they were sent (first in
+    /// line): the new owner delivers them without waiting out their lease.
     pub async fn queue_take(&self, scope: QueueScope, owner: String) -> Result<i64, StoreError> {
         match &self.backend {
             Backend::Sqlite(folder) => {

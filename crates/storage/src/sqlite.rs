@@ -74,7 +74,7 @@ impl Sqlite {
         connection.execute_batch(SCHEMA)?;
         connection.execute_batch(durable::SCHEMA)?;
         connection.execute_batch(sql_log::SCHEMA)?;
-        connection.execute_batch(queue::SCHEMA)?;
+        queue::migrate(&connection)?;
         connection.execute_batch(workflow::SCHEMA)?;
         alarm::migrate(&connection)?;
         Ok(Self {
@@ -236,6 +236,25 @@ impl Sqlite {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(query.page(rows)?)
     }
+}
+
+/// Adds the columns of `added` (name, its `ALTER TABLE`) that `table`
+/// lacks: a database made by an older build.
+fn add_columns(
+    db: &Connection,
+    table: &str,
+    added: &[(&str, &str)],
+) -> Result<(), rusqlite::Error> {
+    let columns = db
+        .prepare("SELECT name FROM pragma_table_info(?1)")?
+        .query_map([table], |row| row.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (column, add) in added {
+        if !columns.iter().any(|c| c == column) {
+            db.execute_batch(add)?;
+        }
+    }
+    Ok(())
 }
 
 mod alarm;

@@ -196,11 +196,38 @@ async fn scenario(store: Store) {
         ),
         "{error:?}"
     );
+    // The message the first owner leased was released as the second took
+    // the queue: it is leased again at once, not after its lease.
     let leased = store
         .queue_lease(fenced.clone(), Some(second), now(), now() + 60_000, 10)
         .await
         .unwrap();
-    assert_eq!(bodies(&leased).len(), 1);
+    let mut got = bodies(&leased);
+    got.sort();
+    assert_eq!(got, ["f1", "f2"]);
+    let f1 = leased.iter().find(|m| m.body == b"f1").unwrap().clone();
+    assert_eq!(f1.attempts, 2, "f1 delivered again");
+    // The first owner's late settle cannot make the message the second
+    // holds visible again (its retry is not applied); the second's own
+    // retry is.
+    let retry_under = |fence: i64| {
+        let (store, scope, id) = (store.clone(), fenced.clone(), f1.id.clone());
+        async move {
+            let retried = QueueSettle {
+                retried: vec![(id, now())],
+                fence: Some(fence),
+                ..QueueSettle::default()
+            };
+            store.queue_settle(scope.clone(), retried).await.unwrap();
+            let again = store
+                .queue_lease(scope, Some(second), now(), now() + 60_000, 10)
+                .await
+                .unwrap();
+            bodies(&again)
+        }
+    };
+    assert!(retry_under(first).await.is_empty());
+    assert_eq!(retry_under(second).await, ["f1"]);
 
     // Refused batches write nothing.
     let too_many: Vec<_> = (0..101).map(|_| send("x", 0)).collect();
@@ -331,4 +358,41 @@ async fn queues_on_a_real_postgresql() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 100);
+    another_process_s_send_wakes_the_owner(&settings).await;
+}
+
+/// The owner waits on its queue's wake-ups; another process's send wakes
+/// it (PostgreSQL's `NOTIFY`). That its own sends and other queues' do not
+/// is `listen.rs`'s unit test.
+async fn another_process_s_send_wakes_the_owner(settings: &PostgresSettings) {
+    let (owner, sender) = (
+        Store::postgres(settings).unwrap(),
+        Store::postgres(settings).unwrap(),
+    );
+    let scope = QueueScope::new("team-w", "woken");
+    let mut woken = owner.queue_wakes(&scope).expect("PostgreSQL tells sends");
+    let within = std::time::Duration::from_secs(30);
+    // Listening: once the connection is up, every queue waited on is woken
+    // once (it says what was sent before it listened).
+    tokio::time::timeout(within, woken.changed())
+        .await
+        .expect("the listening connection is made")
+        .unwrap();
+    woken.mark_unchanged();
+    let sends = [
+        (&owner, scope.clone(), "own"),
+        (&sender, QueueScope::new("team-w", "other"), "x"),
+        (&sender, QueueScope::new("team-v", "woken"), "x"),
+        (&sender, scope.clone(), "theirs"),
+    ];
+    for (by, to, body) in sends {
+        by.queue_send(to, vec![send(body, 0)], false).await.unwrap();
+    }
+    tokio::time::timeout(within, woken.changed())
+        .await
+        .expect("another process's send wakes the owner")
+        .unwrap();
+    // A hint only: the owner finds both messages by looking.
+    let depth = owner.queue_depth(scope.clone()).await.unwrap();
+    assert_eq!(depth.messages, 2);
 }

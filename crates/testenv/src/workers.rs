@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use isolane_crds::{Worker, WorkerSpec};
+use isolane_crds::{EnvVar, Worker, WorkerSpec};
 use isolane_worker::{BUNDLE_KEY, BUNDLE_LABEL, Bundle, Limits, Route, WORKER_ID_ANNOTATION};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,6 +17,16 @@ pub const OPERATOR_NAMESPACE: &str = "isolane-system";
 
 /// The field manager tests apply Workers with.
 pub const TEST_MANAGER: &str = "isolane-e2e";
+
+/// A Worker's `env` entry `name` with the literal `value`.
+pub fn env_var(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        value_from: None,
+        json: None,
+    }
+}
 
 /// Installs the Worker and TenantPolicy CRDs (from `crds/`) and waits
 /// until the Worker CRD is served; creates the operator namespace and `namespaces`.

@@ -9,7 +9,7 @@
 
 use isolane_storage::{QueueDepth, QueueScope};
 use isolane_telemetry::Metric;
-use prometheus::{IntGaugeVec, Registry};
+use prometheus::{IntCounterVec, IntGaugeVec, Registry};
 
 use super::named::Named;
 
@@ -28,11 +28,27 @@ pub const OLDEST_AGE: Metric = Metric::new(
     &["namespace", "queue"],
 );
 
+pub const WAKEUPS: Metric = Metric::new(
+    "isolane_node_queue_wakeups_total",
+    "Times a queue delivery loop of this node was woken before its next look, by source: notify (another node's send, told by PostgreSQL), local (this process's send or retry).",
+    &["source"],
+);
+
+/// Where a wake-up of a queue's delivery loop came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeSource {
+    /// Another process's send (PostgreSQL's `NOTIFY`).
+    Notify,
+    /// This process's send or retry.
+    Local,
+}
+
 /// The node's queue gauges.
 #[derive(Debug)]
 pub struct QueueMetrics {
     backlog: IntGaugeVec,
     oldest_age: IntGaugeVec,
+    wakeups: IntCounterVec,
     named: Named<QueueScope>,
 }
 
@@ -41,8 +57,18 @@ impl QueueMetrics {
         Ok(Self {
             backlog: BACKLOG.gauge_vec(registry)?,
             oldest_age: OLDEST_AGE.gauge_vec(registry)?,
+            wakeups: WAKEUPS.counter_vec(registry)?,
             named: Named::new(QUEUES),
         })
+    }
+
+    /// Counts a wake-up of a delivery loop from `source`.
+    pub fn woken(&self, source: WakeSource) {
+        let source = match source {
+            WakeSource::Notify => "notify",
+            WakeSource::Local => "local",
+        };
+        self.wakeups.with_label_values(&[source]).inc();
     }
 
     /// Whether `scope` has series (it is given them when there is room).

@@ -11,7 +11,9 @@
 //! delay `retry()` gave) until it has been retried `maxRetries` times, then
 //! moved to the dead-letter queue, or dropped (logged) without one.
 //! Delivery is at least once: a lease outlives the Worker's wall limit, and
-//! messages whose process died holding them are leased again after it.
+//! messages whose process died holding them are leased again after it (on
+//! a cluster at once: the next owner releases them as it takes the queue,
+//! `isolane_storage::Store::queue_take`).
 //!
 //! Which process delivers a queue is the [`QueueHost`]'s to say: in
 //! `isolane dev` the only one; on a cluster, the queue's owner on the ring,
@@ -29,7 +31,7 @@ use isolane_worker::QueueConsumer;
 use isolane_engine::{Engine, QueueBatch, Work, WorkerBundle};
 
 use super::outcome::{QueueOutcome, Verdict};
-use crate::metrics::QueueMetrics;
+use crate::metrics::{QueueMetrics, WakeSource};
 
 /// How often the runner deletes the expired messages of the queues it
 /// delivers and counts their backlog (the metrics), in looks at its
@@ -84,7 +86,8 @@ pub struct QueueRunner {
     /// The shortest wait between two looks at a queue.
     poll: Duration,
     /// The longest wait: how often consumers are looked up again, and a
-    /// message another process sent is seen at worst.
+    /// message another process sent is seen at worst (when PostgreSQL's
+    /// notifications do not reach this process: at once otherwise).
     idle: Duration,
     /// How much longer than the Worker's wall limit a lease holds.
     lease_margin: Duration,
@@ -195,6 +198,7 @@ impl QueueRunner {
             i64::from(consumer.batch_timeout_ms()),
         );
         let mut changes = self.store.queue_changes();
+        let mut told = self.store.queue_wakes(&scope);
         let Some(fence) = self.take(&scope).await else {
             return;
         };
@@ -213,7 +217,7 @@ impl QueueRunner {
                                 let delivery = Arc::clone(&self).deliver(
                                     scope.clone(),
                                     of.clone(),
-                                    batch,
+                                    (batch, fence),
                                     slot,
                                 );
                                 tokio::spawn(delivery);
@@ -236,8 +240,15 @@ impl QueueRunner {
                 .clamp(self.poll, self.idle);
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
-                _ = changes.changed() => {}
+                _ = changes.changed() => self.woken(WakeSource::Local),
+                () = sent_elsewhere(&mut told) => self.woken(WakeSource::Notify),
             }
+        }
+    }
+
+    fn woken(&self, source: WakeSource) {
+        if let Some(metrics) = &self.metrics {
+            metrics.woken(source);
         }
     }
 
@@ -293,12 +304,13 @@ impl QueueRunner {
         }
     }
 
-    /// Runs `messages` through the consumer and settles them.
+    /// Runs `messages` (leased under `fence`) through the consumer and
+    /// settles them.
     async fn deliver(
         self: Arc<Self>,
         scope: QueueScope,
         of: QueueConsumerOf,
-        messages: Vec<QueueMessage>,
+        (messages, fence): (Vec<QueueMessage>, Option<i64>),
         _slot: tokio::sync::OwnedSemaphorePermit,
     ) {
         let held = self.host.worker(&of.worker_id);
@@ -313,7 +325,10 @@ impl QueueRunner {
             }
             None => QueueOutcome::failed(),
         };
-        let settle = settle(&outcome, &messages, &of.consumer, now_ms());
+        let settle = QueueSettle {
+            fence,
+            ..settle(&outcome, &messages, &of.consumer, now_ms())
+        };
         let dead: Vec<QueueMessage> = messages
             .into_iter()
             .filter(|m| settle.dead.contains(&m.id))
@@ -340,6 +355,17 @@ impl QueueRunner {
             }
         }
     }
+}
+
+/// Resolves when another process sent to the queue `told` watches
+/// (`isolane_storage::Store::queue_wakes`); never without one.
+async fn sent_elsewhere(told: &mut Option<tokio::sync::watch::Receiver<u64>>) {
+    if let Some(told) = told
+        && told.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
 }
 
 /// The tail event of `message`, dropped from `scope`'s queue after its

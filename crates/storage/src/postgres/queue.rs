@@ -4,7 +4,7 @@
 //! processes leasing at once never take the same message, and fenced by
 //! the queue's owner epoch (`queue_owner`, migration 10) when asked.
 
-use super::Postgres;
+use super::{Postgres, listen};
 use crate::StoreError;
 use crate::queue::{
     self, QueueDepth, QueueError, QueueMessage, QueueQuota, QueueReady, QueueScope, QueueSettle,
@@ -18,6 +18,7 @@ impl Postgres {
         now: i64,
         quota: Option<QueueQuota>,
     ) -> Result<(), StoreError> {
+        let wake = self.wakes.payload(&scope);
         self.run(move |mut client| async move {
             let tx = client.transaction().await?;
             if quota.is_some() {
@@ -49,11 +50,15 @@ impl Postgres {
                 types.push(content_type);
                 visible.push(at);
             }
+            // The queue's owner is told at commit (`listen.rs`), in the
+            // same statement.
             tx.execute(
-                "INSERT INTO queue_message (namespace, queue, id, body, content_type, sent_at, visible_at)
-                 SELECT $1, $2, m.id, m.body, m.content_type, $3, m.visible_at
-                 FROM unnest($4::text[], $5::bytea[], $6::text[], $7::bigint[])
-                     AS m(id, body, content_type, visible_at)",
+                "WITH sent AS (
+                     INSERT INTO queue_message (namespace, queue, id, body, content_type, sent_at, visible_at)
+                     SELECT $1, $2, m.id, m.body, m.content_type, $3, m.visible_at
+                     FROM unnest($4::text[], $5::bytea[], $6::text[], $7::bigint[])
+                         AS m(id, body, content_type, visible_at))
+                 SELECT pg_notify($8, $9)",
                 &[
                     &scope.namespace,
                     &scope.queue,
@@ -62,6 +67,8 @@ impl Postgres {
                     &bodies,
                     &types,
                     &visible,
+                    &listen::CHANNEL,
+                    &wake,
                 ],
             )
             .await?;
@@ -104,14 +111,18 @@ impl Postgres {
         .await
     }
 
-    /// Increments `scope`'s owner epoch for `owner`; the new epoch.
+    /// Increments `scope`'s owner epoch for `owner` and makes the messages
+    /// leased under an older epoch visible again, as of when they were
+    /// sent (they come first: they are older than what waits); the new
+    /// epoch.
     pub(crate) async fn queue_take(
         &self,
         scope: QueueScope,
         owner: String,
     ) -> Result<i64, StoreError> {
-        self.run(move |client| async move {
-            let row = client
+        self.run(move |mut client| async move {
+            let tx = client.transaction().await?;
+            let row = tx
                 .query_one(
                     "INSERT INTO queue_owner (namespace, queue, owner, epoch) VALUES ($1, $2, $3, 1)
                      ON CONFLICT (namespace, queue) DO UPDATE SET owner = excluded.owner, epoch = queue_owner.epoch + 1
@@ -119,7 +130,21 @@ impl Postgres {
                     &[&scope.namespace, &scope.queue, &owner],
                 )
                 .await?;
-            Ok(row.try_get(0)?)
+            let epoch: i64 = row.try_get(0)?;
+            // A lease under way waits for this (the epoch row above) or
+            // committed before it: none is missed.
+            let released = tx
+                .execute(
+                    "UPDATE queue_message SET visible_at = sent_at, lease_epoch = NULL
+                     WHERE namespace = $1 AND queue = $2 AND lease_epoch < $3",
+                    &[&scope.namespace, &scope.queue, &epoch],
+                )
+                .await?;
+            tx.commit().await?;
+            if released > 0 {
+                tracing::info!(namespace = %scope.namespace, queue = %scope.queue, epoch, released, "queues: released the messages an earlier owner had leased");
+            }
+            Ok(epoch)
         })
         .await
     }
@@ -165,10 +190,11 @@ impl Postgres {
                          SELECT ctid FROM queue_message
                          WHERE namespace = $1 AND queue = $2 AND visible_at <= $3
                          ORDER BY visible_at, sent_at LIMIT $5 FOR UPDATE SKIP LOCKED)
-                     UPDATE queue_message AS m SET visible_at = $4, attempts = m.attempts + 1
+                     UPDATE queue_message AS m
+                     SET visible_at = $4, attempts = m.attempts + 1, lease_epoch = $6
                      WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
                      RETURNING m.id, m.sent_at, m.body, m.content_type, m.attempts",
-                    &[&scope.namespace, &scope.queue, &now, &until, &max],
+                    &[&scope.namespace, &scope.queue, &now, &until, &max, &fence],
                 )
                 .await?;
             let mut messages = rows
@@ -219,10 +245,11 @@ impl Postgres {
             let (ids, times): (Vec<&String>, Vec<i64>) =
                 settle.retried.iter().map(|(id, at)| (id, *at)).unzip();
             tx.execute(
-                "UPDATE queue_message AS m SET visible_at = r.at
+                "UPDATE queue_message AS m SET visible_at = r.at, lease_epoch = NULL
                  FROM unnest($3::text[], $4::bigint[]) AS r(id, at)
-                 WHERE m.namespace = $1 AND m.queue = $2 AND m.id = r.id",
-                &[ns, q, &ids, &times],
+                 WHERE m.namespace = $1 AND m.queue = $2 AND m.id = r.id
+                     AND m.lease_epoch IS NOT DISTINCT FROM $5",
+                &[ns, q, &ids, &times, &settle.fence],
             )
             .await?;
             tx.commit().await?;

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::StoreError;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 11;
+pub const SCHEMA_VERSION: i32 = 12;
 
 /// Each migration: its version and its SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -312,6 +312,13 @@ const MIGRATIONS: &[(i32, &str)] = &[
         epoch BIGINT NOT NULL,
         PRIMARY KEY (namespace, workflow)
     );",
+    ),
+    (
+        12,
+        // The owner epoch each leased message was leased under (NULL: not
+        // leased, or unfenced): a new owner makes those of older epochs
+        // visible as it takes the queue (a dead owner's batches).
+        "ALTER TABLE queue_message ADD COLUMN lease_epoch BIGINT;",
     ),
 ];
 

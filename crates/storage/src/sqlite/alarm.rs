@@ -33,16 +33,7 @@ const ADDED: [(&str, &str); 2] = [
 /// Creates `do_alarm` or brings an older one up to date.
 pub(super) fn migrate(db: &rusqlite::Connection) -> Result<(), rusqlite::Error> {
     db.execute_batch(SCHEMA)?;
-    let columns = db
-        .prepare("SELECT name FROM pragma_table_info('do_alarm')")?
-        .query_map([], |row| row.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
-    for (column, add) in ADDED {
-        if !columns.iter().any(|c| c == column) {
-            db.execute_batch(add)?;
-        }
-    }
-    Ok(())
+    super::add_columns(db, "do_alarm", &ADDED)
 }
 
 impl Sqlite {

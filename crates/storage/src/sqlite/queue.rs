@@ -45,6 +45,18 @@ CREATE TRIGGER IF NOT EXISTS queue_usage_delete AFTER DELETE ON queue_message BE
 END;
 ";
 
+/// The columns added since the table was first made.
+const ADDED: [(&str, &str); 1] = [(
+    "lease_epoch",
+    "ALTER TABLE queue_message ADD COLUMN lease_epoch INTEGER",
+)];
+
+/// The schema, and the columns a database made by an older build lacks.
+pub(super) fn migrate(db: &rusqlite::Connection) -> Result<(), rusqlite::Error> {
+    db.execute_batch(SCHEMA)?;
+    super::add_columns(db, "queue_message", &ADDED)
+}
+
 impl Sqlite {
     /// Inserts `rows` sent at `now` in one transaction, refused past `quota`.
     pub(crate) fn queue_send(
@@ -112,15 +124,25 @@ impl Sqlite {
         })
     }
 
-    /// Increments `scope`'s owner epoch for `owner`; the new epoch.
+    /// Increments `scope`'s owner epoch for `owner` and makes the messages
+    /// leased under an older epoch visible again, as of when they were
+    /// sent; the new epoch.
     pub(crate) fn queue_take(&self, scope: &QueueScope, owner: &str) -> Result<i64, StoreError> {
-        let epoch = self.lock().query_row(
+        let mut db = self.lock();
+        let tx = db.transaction()?;
+        let epoch: i64 = tx.query_row(
             "INSERT INTO queue_owner (namespace, queue, owner, epoch) VALUES (?1, ?2, ?3, 1)
              ON CONFLICT (namespace, queue) DO UPDATE SET owner = excluded.owner, epoch = queue_owner.epoch + 1
              RETURNING epoch",
             params![scope.namespace, scope.queue, owner],
             |row| row.get(0),
         )?;
+        tx.execute(
+            "UPDATE queue_message SET visible_at = sent_at, lease_epoch = NULL
+             WHERE namespace = ?1 AND queue = ?2 AND lease_epoch < ?3",
+            params![scope.namespace, scope.queue, epoch],
+        )?;
+        tx.commit()?;
         Ok(epoch)
     }
 
@@ -148,7 +170,7 @@ impl Sqlite {
             }
         }
         let mut lease = db.prepare_cached(
-            "UPDATE queue_message SET visible_at = ?4, attempts = attempts + 1
+            "UPDATE queue_message SET visible_at = ?4, attempts = attempts + 1, lease_epoch = ?6
              WHERE namespace = ?1 AND queue = ?2 AND id IN (
                  SELECT id FROM queue_message WHERE namespace = ?1 AND queue = ?2 AND visible_at <= ?3
                  ORDER BY visible_at, sent_at LIMIT ?5)
@@ -156,7 +178,7 @@ impl Sqlite {
         )?;
         let mut messages = lease
             .query_map(
-                params![scope.namespace, scope.queue, now, until, max],
+                params![scope.namespace, scope.queue, now, until, max, fence],
                 |row| {
                     Ok(QueueMessage {
                         id: row.get(0)?,
@@ -186,7 +208,8 @@ impl Sqlite {
                 "DELETE FROM queue_message WHERE namespace = ?1 AND queue = ?2 AND id = ?3",
             )?;
             let mut retry = tx.prepare_cached(
-                "UPDATE queue_message SET visible_at = ?4 WHERE namespace = ?1 AND queue = ?2 AND id = ?3",
+                "UPDATE queue_message SET visible_at = ?4, lease_epoch = NULL
+                 WHERE namespace = ?1 AND queue = ?2 AND id = ?3 AND lease_epoch IS ?5",
             )?;
             let mut move_to = tx.prepare_cached(
                 "INSERT OR IGNORE INTO queue_message
@@ -198,7 +221,7 @@ impl Sqlite {
                 delete.execute(params![scope.namespace, scope.queue, id])?;
             }
             for (id, at) in &settle.retried {
-                retry.execute(params![scope.namespace, scope.queue, id, at])?;
+                retry.execute(params![scope.namespace, scope.queue, id, at, settle.fence])?;
             }
             for id in &settle.dead {
                 if let Some(dlq) = &settle.dead_letter {

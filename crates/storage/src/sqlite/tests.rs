@@ -230,3 +230,33 @@ fn a_namespace_quota_refuses_growth_and_keeps_shrinking_and_others() {
     assert_eq!(db.get(&a, "e", NOW + 60, |_| true).unwrap(), None);
     assert_eq!(db.usage("team-a").unwrap(), 2);
 }
+
+#[test]
+fn an_older_database_gets_the_queue_lease_epoch_as_it_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite3");
+    // The tables as made before the column was added (`queue::SCHEMA`
+    // still makes them so; `queue::migrate` adds it).
+    let old = Connection::open(&path).unwrap();
+    old.execute_batch(queue::SCHEMA).unwrap();
+    drop(old);
+    let db = Sqlite::open(&path).unwrap();
+    let scope = crate::QueueScope::new("team-a", "jobs");
+    let rows = vec![("m1".to_owned(), b"x".to_vec(), "text".to_owned(), 0)];
+    db.queue_send(&scope, &rows, 0, None).unwrap();
+    let epoch = db.queue_take(&scope, "node-a").unwrap();
+    assert_eq!(
+        db.queue_lease(&scope, Some(epoch), 0, 60_000, 10)
+            .unwrap()
+            .len(),
+        1
+    );
+    // Leased under epoch 1: released as another node takes the queue.
+    let next = db.queue_take(&scope, "node-b").unwrap();
+    assert_eq!(
+        db.queue_lease(&scope, Some(next), 1, 60_000, 10)
+            .unwrap()
+            .len(),
+        1
+    );
+}
