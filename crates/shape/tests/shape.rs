@@ -66,8 +66,10 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// `isolane-fetch-api`, a crate below the core, and to 23,900 (23,900 lines) when the
 /// streams left for `isolane-streams`, below the core too; to 23,320
 /// (23,311 lines) when the runtime JavaScript's node harness and the Web API
-/// suites' preamble, test tools, joined the suites in `tests/`.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_320)];
+/// suites' preamble, test tools, joined the suites in `tests/`, and to
+/// 23,290 (23,284 lines) when the snapshot's own check of its embedded
+/// files became `isolane_jsbuild::check_embedded`.
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_290)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.
