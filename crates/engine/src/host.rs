@@ -39,7 +39,6 @@ pub(crate) mod socket;
 pub(crate) mod socket_count;
 pub(crate) mod state;
 mod text;
-mod timers;
 pub(crate) mod unhandled;
 mod url;
 mod value;
@@ -76,8 +75,6 @@ fn core_units() -> Vec<Unit> {
         headers::unit(),
         io::unit(),
         headers::bodies(),
-        timers::unit(),
-        text::clock(),
         console::unit(),
         clone::unit(),
         respond::unit(),

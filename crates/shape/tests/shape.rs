@@ -69,7 +69,10 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// suites' preamble, test tools, joined the suites in `tests/`, and to
 /// 23,290 (23,284 lines) when the snapshot's own check of its embedded
 /// files became `isolane_jsbuild::check_embedded`.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_290)];
+/// Lowered to 23,030 (23,026 lines) when the timers, the clock and
+/// `structuredClone` left for `isolane-web` (the timer table, the coarse
+/// clock and V8's serializer stay).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_030)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

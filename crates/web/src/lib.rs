@@ -8,7 +8,12 @@
 //! `js/13_fetch.js`; Request and Response stay the core's, which makes and
 //! answers them for every request it runs), Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
-//! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
+//! on are public here, [`crypto`], for `isolane-nodejs`), the timers
+//! (`timers.rs`, `js/15_timers.js`; the table of a request's timers stays
+//! the core's), `Date` and `performance` on the core's coarse clock
+//! (`clock.rs`, `js/16_clock.js`), `structuredClone` (`clone.rs`,
+//! `js/18_structured_clone.js`; V8's serializer stays the core's),
+//! `URLPattern`
 //! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
 //! its store `cache/store.rs`, `js/22_cache.js`), `FormData`
 //! (`form_data.rs`, `js/24_form_data.js`), the console's formatting
@@ -20,7 +25,7 @@
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
 //! uses the same host functions). The rest of the Web platform (Request,
-//! Response, streams, WebSocket, timers, …) is still
+//! Response, streams, WebSocket, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -40,6 +45,8 @@ extern crate isolane_engine;
 
 mod blob;
 mod cache;
+mod clock;
+mod clone;
 mod compression;
 mod console;
 pub mod crypto;
@@ -49,6 +56,7 @@ mod form_data;
 mod html_rewriter;
 mod message_channel;
 pub mod offload;
+mod timers;
 mod url;
 mod url_pattern;
 
@@ -76,7 +84,10 @@ fn units() -> Vec<Unit> {
         blob::unit(),
         fetch::unit(),
         crypto::unit(),
+        timers::unit(),
+        clock::unit(),
         console::unit(),
+        clone::unit(),
         url_pattern::unit(),
         cache::unit(),
         html_rewriter::unit(),

@@ -831,13 +831,16 @@ impl HostState {
 
     // --- timers ---
 
-    pub(crate) fn add_timer(&self, id: u32, ctx: u32, task: AbortHandle) {
+    /// Timer `id`'s task (`isolane-web`'s `timerStart`) belongs to
+    /// request `ctx`: aborted with it, or when `id` is armed again.
+    pub fn add_timer(&self, id: u32, ctx: u32, task: AbortHandle) {
         if let Some(old) = self.timers.borrow_mut().insert(id, Timer { ctx, task }) {
             old.task.abort();
         }
     }
 
-    pub(crate) fn cancel_timer(&self, id: u32) {
+    /// Disarms timer `id`; unknown ids are ignored.
+    pub fn cancel_timer(&self, id: u32) {
         let timer = self.timers.borrow_mut().remove(&id);
         if let Some(timer) = timer {
             timer.task.abort();
