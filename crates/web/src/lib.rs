@@ -19,8 +19,13 @@
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
-//! uses the same host functions). The rest of the Web platform (Request,
-//! Response, streams, WebSocket, timers, …) is still
+//! uses the same host functions), and WebSocket: `WebSocketPair`, the `101`
+//! that hands a socket over, outbound sockets and Durable Objects'
+//! hibernatable ones (`websocket.rs`, `websocket/*`, `js/26_websocket.js`;
+//! [`websocket::hibernation`] is public for `isolane-bindings`' object
+//! unit, which registers its host functions; the socket's contract with the
+//! front end, its per-thread count and the thread's `socket_event` hook
+//! stay the core's). The rest of the Web platform (timers, …) is still
 //! units of the core, to come here by the same seams.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
@@ -51,6 +56,7 @@ mod message_channel;
 pub mod offload;
 mod url;
 mod url_pattern;
+pub mod websocket;
 
 use isolane_engine::Family;
 use isolane_engine::api::Unit;
@@ -82,6 +88,8 @@ fn units() -> Vec<Unit> {
         html_rewriter::unit(),
         compression::unit(),
         form_data::unit(),
+        websocket::unit(),
+        websocket::connect::unit(),
         message_channel::unit(),
     ]
 }
