@@ -35,16 +35,12 @@ mod respond;
 mod runtime;
 pub(crate) mod service;
 mod settlement;
-pub(crate) mod socket;
 pub(crate) mod socket_count;
 pub(crate) mod state;
 mod text;
 pub(crate) mod unhandled;
 mod url;
 mod value;
-mod ws_client;
-mod ws_connect;
-pub(crate) mod ws_object;
 
 use std::sync::OnceLock;
 
@@ -80,8 +76,6 @@ fn core_units() -> Vec<Unit> {
         respond::unit(),
         memory::unit(),
         memory::wasm(),
-        socket::unit(),
-        ws_connect::unit(),
     ]
 }
 

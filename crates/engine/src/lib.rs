@@ -109,8 +109,8 @@ pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;
 pub use socket::{
-    CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SOCKETS_PER_OBJECT, SocketEnd,
-    SocketMessage, WebSocketConfig, WebSocketUpgrade,
+    CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SOCKETS_PER_OBJECT, ObjectSocketEvent,
+    SocketEnd, SocketMessage, WebSocketConfig, WebSocketUpgrade,
 };
 pub use tail::{
     Exception, LogLine, MAX_TAILS_PER_WORKER, QUEUE as TAIL_QUEUE, TailError, TailEvent, TailItem,

@@ -68,11 +68,13 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// (23,311 lines) when the runtime JavaScript's node harness and the Web API
 /// suites' preamble, test tools, joined the suites in `tests/`, and to
 /// 23,290 (23,284 lines) when the snapshot's own check of its embedded
-/// files became `isolane_jsbuild::check_embedded`.
-/// Lowered to 23,030 (23,026 lines) when the timers, the clock and
-/// `structuredClone` left for `isolane-web` (the timer table, the coarse
-/// clock and V8's serializer stay).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_030)];
+/// files became `isolane_jsbuild::check_embedded`; to 21,430 (21,422 lines)
+/// when the WebSocket unit left for `isolane-web` (its count, its turn
+/// and the front end's contract stay), and to 23,030 (23,026 lines)
+/// before that, when the timers, the clock and `structuredClone` left for
+/// `isolane-web` (the timer table, the coarse clock and V8's serializer stay);
+/// with both, 21,170 (21,164 lines).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 21_170)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

@@ -24,9 +24,15 @@
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
-//! uses the same host functions). The rest of the Web platform (Request,
-//! Response, streams, WebSocket, …) is still
-//! units of the core, to come here by the same seams.
+//! uses the same host functions), and WebSocket: `WebSocketPair`, the `101`
+//! that hands a socket over, outbound sockets and Durable Objects'
+//! hibernatable ones (`websocket.rs`, `websocket/*`, `js/26_websocket.js`;
+//! [`websocket::hibernation`] is public for `isolane-bindings`' object
+//! unit, which registers its host functions; the socket's contract with the
+//! front end, its per-thread count and the thread's `socket_event` hook
+//! stay the core's). What of the Web platform the core keeps (the URL parser its Request and
+//! Response use, the console's `log` unit with the tail's store) stays
+//! there for the reasons docs/engine.md gives.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
 //! the engine (`EngineConfig::families`), first of the families. It
@@ -59,6 +65,7 @@ pub mod offload;
 mod timers;
 mod url;
 mod url_pattern;
+pub mod websocket;
 
 use isolane_engine::Family;
 use isolane_engine::api::Unit;
@@ -93,6 +100,8 @@ fn units() -> Vec<Unit> {
         html_rewriter::unit(),
         compression::unit(),
         form_data::unit(),
+        websocket::unit(),
+        websocket::connect::unit(),
         message_channel::unit(),
     ]
 }
