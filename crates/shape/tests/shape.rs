@@ -68,8 +68,9 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// (23,311 lines) when the runtime JavaScript's node harness and the Web API
 /// suites' preamble, test tools, joined the suites in `tests/`, and to
 /// 23,290 (23,284 lines) when the snapshot's own check of its embedded
-/// files became `isolane_jsbuild::check_embedded`.
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 23_290)];
+/// files became `isolane_jsbuild::check_embedded`; to 22,680 (22,674 lines)
+/// when the egress policy and its client left for `isolane-egress`, below the core.
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 22_680)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.
