@@ -9,7 +9,6 @@
 //! Every function here runs on the isolate's own thread, inside V8; the
 //! rules of `host.rs` hold (no panics, no JS turn of one's own).
 
-pub use crate::egress::EgressPolicy;
 pub use crate::host::error::{ErrorClass, HostError, HostResult};
 pub use crate::host::handle::{Handles, Owner};
 pub use crate::host::holder::{holder, set};
@@ -23,6 +22,7 @@ pub use crate::object_call::RingClass;
 pub use crate::unit::{Family, Gate, RequestResources, Unit};
 pub use crate::watchdog::{Stop, Tripwire};
 pub use crate::{FromArg, Return};
+pub use isolane_egress::EgressPolicy;
 
 /// An isolate's memory budget ([`HostState::memory`]) and a charge to
 /// it: host-made copies outside V8 (a value on its way to or from the
@@ -57,8 +57,8 @@ pub use crate::host::id_map::IdMap;
 /// timeout, and a socket's place among the Worker's sockets on its thread
 /// ([`HostState::socket_slot`]).
 pub mod net {
-    pub use crate::egress::{CONNECT_TIMEOUT, EgressRefused, Refusal, refusal_in, resolve};
     pub use crate::host::socket_count::{Refused, Slot};
+    pub use isolane_egress::{CONNECT_TIMEOUT, EgressRefused, Refusal, refusal_in, resolve};
 }
 
 /// What Durable Objects' API (`isolane-bindings`' object unit) and their

@@ -73,8 +73,10 @@ const MAX_CRATE_LINES: usize = 20_000;
 /// and the front end's contract stay), and to 23,030 (23,026 lines)
 /// before that, when the timers, the clock and `structuredClone` left for
 /// `isolane-web` (the timer table, the coarse clock and V8's serializer stay);
-/// with both, 21,170 (21,164 lines).
-const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 21_170)];
+/// with both, and the egress policy and its client gone to
+/// `isolane-egress`, below the core (22,680 alone, 22,674 lines), 20,560
+/// (20,554 lines).
+const KNOWN_BIG_CRATES: &[(&str, usize)] = &[("isolane-engine", 20_560)];
 
 /// The engine's core (`crates/engine`): the V8 platform, threads, limits,
 /// the unit layer and typed work.

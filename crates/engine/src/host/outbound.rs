@@ -80,7 +80,7 @@ pub(crate) fn failure(
     thread: &crate::thread_ctx::ThreadCtx,
     error: &hyper_util::client::legacy::Error,
 ) -> String {
-    match crate::egress::refusal_in(error) {
+    match isolane_egress::refusal_in(error) {
         Some(refused) => {
             thread.observer.egress_refused(thread.index, refused.reason);
             refused.to_string()

@@ -253,7 +253,7 @@ impl HostState {
     }
 
     /// The engine's egress policy (what outbound connections may reach).
-    pub fn egress(&self) -> &Arc<crate::egress::EgressPolicy> {
+    pub fn egress(&self) -> &Arc<isolane_egress::EgressPolicy> {
         &self.thread.shared.egress
     }
 
@@ -310,7 +310,7 @@ impl HostState {
 
     /// Counts a connection the egress policy refused (the observer's
     /// `egress_refused`, for this thread).
-    pub fn egress_refused(&self, reason: crate::egress::Refusal) {
+    pub fn egress_refused(&self, reason: isolane_egress::Refusal) {
         let thread = &self.thread;
         thread.observer.egress_refused(thread.index, reason);
     }

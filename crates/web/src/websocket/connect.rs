@@ -6,7 +6,7 @@
 //! subrequests, the Worker's `egress.allowedHosts`, IP literals checked
 //! against the egress policy and every resolved name through the policy's
 //! resolver, rustls — on the thread's HTTP/1.1-only variant of the same
-//! client (`egress::Versions::Http1`), since a connection that upgrades
+//! client (`isolane_egress::Versions::Http1`), since a connection that upgrades
 //! cannot be an HTTP/2 one. A handshake is one hop: a redirect is answered
 //! as it is. The `101` (its `Sec-WebSocket-Accept` checked) is taken with
 //! `hyper::upgrade::on`, and the socket is an [`Entry`](super::Entry) like
