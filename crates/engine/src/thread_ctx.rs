@@ -38,7 +38,7 @@ pub(crate) struct EngineShared {
     /// The API crates' engine-wide states (the Cache API's store, …).
     pub(crate) states: EngineStates,
     /// Slots for expensive Web Crypto jobs, shared out per namespace
-    /// (`crypto_pool.rs`).
+    /// (`isolane-offload`).
     pub(crate) crypto: crate::crypto_pool::Pool,
     /// Invocation events for whoever tails a Worker (`tail.rs`).
     pub(crate) tail: Arc<crate::tail::Tail>,
