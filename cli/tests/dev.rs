@@ -460,8 +460,11 @@ async fn dev_limit_flags_bound_the_worker() {
         script.to_str().unwrap(),
         "--port",
         &port.to_string(),
+        // 200 ms: ten times what `/hoard` takes to reach 32 MiB in a debug
+        // build on a busy machine (at 20 ms the two limits raced), a tenth
+        // of what `/spin` asks for.
         "--cpu-ms",
-        "20",
+        "200",
         "--memory-mib",
         "32",
     ]);

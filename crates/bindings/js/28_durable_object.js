@@ -15,7 +15,7 @@
 // microtasks ran; the output gate holds a stub call's answer until every
 // write so far is durable. Values are cached per object (serialized).
 // Idle objects leave memory (sweep below; docs: "Memory"); hibernatable
-// sockets stay on the host (host/ws_object.rs). A SQLite-backed class's
+// sockets stay on the host (isolane-web's src/websocket/hibernation.rs). A SQLite-backed class's
 // `storage.sql` is isolane-bindings' (js/34_durable_sql.js,
 // internal.openSqlDatabase / sqlStorageOf): its writes join the output gate
 // through `storage.chainWrite`.

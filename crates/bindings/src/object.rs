@@ -3,7 +3,8 @@
 //! store (`EngineConfig::store`, `isolane-storage`'s `ObjectScope`), and
 //! the unit that registers them with the core's mechanics of objects
 //! (`isolane_engine::api::object`: calls to an object's home thread or
-//! node, its hibernatable WebSockets, `js/28_websocket_pair.js`).
+//! node) and with its hibernatable WebSockets (`isolane-web`'s
+//! `websocket::hibernation`, `js/28_websocket_pair.js`).
 //!
 //! JavaScript names a binding or a class, never a namespace: the host
 //! checks the class is one the Worker binds and takes the Kubernetes
@@ -23,18 +24,19 @@ use isolane_storage::{ObjectError, ObjectList, ObjectScope, ObjectWrite, StoreEr
 use sha2::{Digest as _, Sha256};
 
 use isolane_engine::WorkerBundle;
-use isolane_engine::api::object::{self, bound_worker, strings};
+use isolane_engine::api::object::{self, bound_worker};
 use isolane_engine::api::{
     ErrorClass, HostError, HostState, Reservation, Settle, Unit, js_string, spawn_op, u8_array,
     view_bytes,
 };
+use isolane_web::websocket::hibernation::{self, strings};
 
 /// `env.NAME` for a Durable Object binding, `state.storage`, calls to
 /// objects elsewhere and the object's hibernatable WebSockets, together.
 pub(crate) fn unit() -> Unit {
-    // The WebSocket unit hands the sockets an object accepts to the core's
-    // hibernation (`api::object`).
-    object::install();
+    // The WebSocket unit hands the sockets an object accepts to its
+    // hibernation (`isolane-web`'s `websocket::hibernation`).
+    hibernation::install();
     Unit::new("durable_object")
         .js(&["28_durable_object.js", "28_websocket_pair.js"])
         .function("objectIdFromName", object_id_from_name)
@@ -50,16 +52,19 @@ pub(crate) fn unit() -> Unit {
         .function("objectIsHome", object::object_is_home)
         .function("objectCall", object::object_call)
         .function("objectIdleTimer", object_idle_timer)
-        .function("objectWebSocketCheck", object::object_web_socket_check)
-        .function("objectWebSockets", object::object_web_sockets)
-        .function("objectSetAutoResponse", object::object_set_auto_response)
-        .function("objectAutoResponse", object::object_auto_response)
-        .function("webSocketAttach", object::web_socket_attach)
+        .function("objectWebSocketCheck", hibernation::object_web_socket_check)
+        .function("objectWebSockets", hibernation::object_web_sockets)
+        .function(
+            "objectSetAutoResponse",
+            hibernation::object_set_auto_response,
+        )
+        .function("objectAutoResponse", hibernation::object_auto_response)
+        .function("webSocketAttach", hibernation::web_socket_attach)
         .function(
             "webSocketAutoResponseTime",
-            object::web_socket_auto_response_time,
+            hibernation::web_socket_auto_response_time,
         )
-        .state::<object::AutoResponses>()
+        .state::<hibernation::AutoResponses>()
 }
 
 /// What a storage op settles with.

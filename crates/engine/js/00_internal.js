@@ -248,3 +248,5 @@ internal.utf8Decode = (u8) => (u8.length === 0 ? '' : host.utf8Decode(u8, false,
 // replaces isURLSearchParams; without that family no body is one.
 internal.parseURL = (s, base) => (base === undefined ? host.urlParse(s) : host.urlParse(s, base));
 internal.isURLSearchParams = () => false;
+// A due timer (isolane-web's 15_timers.js replaces it; without it none is armed).
+internal.timerFired = () => {};

@@ -9,7 +9,6 @@
 //! Every function here runs on the isolate's own thread, inside V8; the
 //! rules of `host.rs` hold (no panics, no JS turn of one's own).
 
-pub use crate::egress::EgressPolicy;
 pub use crate::host::error::{ErrorClass, HostError, HostResult};
 pub use crate::host::handle::{Handles, Owner};
 pub use crate::host::holder::{holder, set};
@@ -23,6 +22,7 @@ pub use crate::object_call::RingClass;
 pub use crate::unit::{Family, Gate, RequestResources, Unit};
 pub use crate::watchdog::{Stop, Tripwire};
 pub use crate::{FromArg, Return};
+pub use isolane_egress::EgressPolicy;
 
 /// An isolate's memory budget ([`HostState::memory`]) and a charge to
 /// it: host-made copies outside V8 (a value on its way to or from the
@@ -45,7 +45,7 @@ pub use crate::thread_ctx::EngineState;
 /// array read into a [`http::HeaderMap`] (`Err`: a TypeError's message) and
 /// a map made one (`isolane-web`'s Cache API).
 pub mod headers {
-    pub use crate::host::headers::{header_array, header_map};
+    pub use crate::host::headers::{header_array, header_map, lenient_header_map};
 }
 
 /// The maps of ids an API's state hands out (sequential `u32`s, their own
@@ -57,26 +57,22 @@ pub use crate::host::id_map::IdMap;
 /// timeout, and a socket's place among the Worker's sockets on its thread
 /// ([`HostState::socket_slot`]).
 pub mod net {
-    pub use crate::egress::{CONNECT_TIMEOUT, EgressRefused, Refusal, refusal_in, resolve};
     pub use crate::host::socket_count::{Refused, Slot};
+    pub use isolane_egress::{CONNECT_TIMEOUT, EgressRefused, Refusal, refusal_in, resolve};
 }
 
-/// What Durable Objects' API (`isolane-bindings`' object unit) needs of
-/// the core, whose mechanics they are: the Worker of a class it binds
-/// ([`object::bound_worker`]), calls to an object's home thread, another
-/// node or a [`RingClass`] (`objectIsHome`, `objectCall`: the ring's), the
-/// hibernatable WebSockets an object keeps in the WebSocket unit's socket
-/// table ([`object::install`] hands them over; the host functions on them,
-/// [`object::AutoResponses`] their state), the engine's idle time for
-/// objects and the name of this thread as an object's owner.
+/// What Durable Objects' API (`isolane-bindings`' object unit) and their
+/// hibernatable WebSockets (`isolane-web`'s `websocket/hibernation.rs`)
+/// need of the core, whose mechanics they are: the Worker of a class it
+/// binds ([`object::bound_worker`]), calls to an object's home thread,
+/// another node or a [`RingClass`] (`objectIsHome`, `objectCall`: the
+/// ring's), a socket a forwarded call was answered with
+/// ([`object::take_passed`]), an object's socket events run on its home
+/// thread ([`object::SocketEvents`]), the engine's idle time for objects
+/// and the name of this thread as an object's owner.
 pub mod object {
-    pub use crate::host::object_forward::{object_call, object_is_home};
+    pub use crate::host::object_forward::{SocketEvents, object_call, object_is_home, take_passed};
     pub use crate::host::object_hosted::bound_worker;
-    pub use crate::host::ws_object::{
-        AutoResponses, install, object_auto_response, object_set_auto_response,
-        object_web_socket_check, object_web_sockets, strings, web_socket_attach,
-        web_socket_auto_response_time,
-    };
 
     /// How long an object stays in memory unused (`EngineConfig::object_idle`).
     pub fn idle(host: &super::HostState) -> std::time::Duration {
@@ -98,7 +94,7 @@ pub use crate::host::error::too_many;
 /// an outbound Worker sent there ([`fetch::prepare_through`]).
 pub mod fetch {
     pub use crate::HOPS_HEADER;
-    pub use crate::host::outbound::{check_hop, connection_headers, send};
+    pub use crate::host::outbound::{check_hop, connection_headers, send, send_upgrade};
     pub use crate::host::service::prepare_through;
     pub use crate::host::state::FetchHead;
 }

@@ -3,7 +3,7 @@
 //! node after a restart) deserialises it instead of parsing and compiling
 //! the source again.
 //!
-//! - One checked file per module source (`checked_file.rs`: magic
+//! - One checked file per module source (`isolane-checkedfile`: magic
 //!   `ISOLCODE`, `code-<key>.bin`), in the platform's folder
 //!   ([`CodeCacheConfig::dir`]: the node's bundle cache folder, beside the
 //!   bundles). The key hashes the source, V8's version and flags and V8's

@@ -98,7 +98,7 @@ pub struct EngineConfig {
     /// Pro plans.
     pub max_request_body_bytes: u64,
     /// Where `fetch` may connect, and the extra CAs it trusts.
-    pub egress: crate::egress::EgressConfig,
+    pub egress: isolane_egress::EgressConfig,
     /// The Cache API's store, shared by the engine's threads.
     pub cache: CacheConfig,
     /// WebSocket limits: message size, buffering, idle timeout, sockets
@@ -173,7 +173,7 @@ impl Default for EngineConfig {
             worker_slots: 0,
             max_cpu_ms: 5_000,
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
-            egress: crate::egress::EgressConfig::default(),
+            egress: isolane_egress::EgressConfig::default(),
             cache: CacheConfig::default(),
             websocket: crate::socket::WebSocketConfig::default(),
             store: None,

@@ -64,7 +64,7 @@ impl Engine {
         }
         let units = crate::host::units().iter();
         crate::object_call::set_ring_classes(units.filter_map(|unit| unit.ring));
-        let roots = crate::egress::roots(&config.egress)?;
+        let roots = isolane_egress::roots(&config.egress)?;
         if let Some(server) = &config.egress.dns_over_https {
             let url = url::Url::parse(server).map_err(|_| EngineError::InvalidConfig {
                 field: "dns_over_https",
@@ -91,7 +91,7 @@ impl Engine {
             senders,
             directory: Mutex::new(Default::default()),
             loads: crate::fairness::Loads::new(threads),
-            egress: Arc::new(crate::egress::EgressPolicy::new(&config.egress)),
+            egress: Arc::new(isolane_egress::EgressPolicy::new(&config.egress)),
             roots,
             quotas: Default::default(),
             call_queues: Arc::new(isolane_calltree::queue::CallQueues::new(threads, slots)),

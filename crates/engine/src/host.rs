@@ -35,17 +35,12 @@ mod respond;
 mod runtime;
 pub(crate) mod service;
 mod settlement;
-pub(crate) mod socket;
 pub(crate) mod socket_count;
 pub(crate) mod state;
 mod text;
-mod timers;
 pub(crate) mod unhandled;
 mod url;
 mod value;
-mod ws_client;
-mod ws_connect;
-pub(crate) mod ws_object;
 
 use std::sync::OnceLock;
 
@@ -76,15 +71,11 @@ fn core_units() -> Vec<Unit> {
         headers::unit(),
         io::unit(),
         headers::bodies(),
-        timers::unit(),
-        text::clock(),
         console::unit(),
         clone::unit(),
         respond::unit(),
         memory::unit(),
         memory::wasm(),
-        socket::unit(),
-        ws_connect::unit(),
     ]
 }
 

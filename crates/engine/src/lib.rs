@@ -30,12 +30,11 @@ pub mod api;
 mod body;
 mod body_cap;
 mod bundle;
-mod checked_file;
+use isolane_checkedfile as checked_file;
 mod code_cache;
 mod config;
-mod crypto_pool;
+use isolane_offload as crypto_pool;
 mod dispatch;
-mod egress;
 mod engine;
 mod event_object;
 mod fairness;
@@ -86,7 +85,6 @@ pub use config::{
     CacheConfig, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_OBJECT_IDLE, EngineConfig,
     ParsePoolModeError, PoolMode,
 };
-pub use egress::{DnsResolverConfig, EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use engine::Engine;
 pub use host::console::{
     BYTES_PER_INVOCATION, BYTES_PER_SECOND, LINES_PER_INVOCATION, LINES_PER_SECOND, MAX_LINE_BYTES,
@@ -95,6 +93,7 @@ pub use host::host_function_names;
 /// The argument and result conversions of `host_fn!` (at the root, where
 /// the macro names them from other crates).
 pub use host::op::{FromArg, Return};
+pub use isolane_egress::{DnsResolverConfig, EgressConfig, EgressRefused, Refusal, TlsConfigError};
 pub use isolane_storage::QueueBatch;
 pub use node_log::NODE_LOG_PER_SECOND;
 pub use object_call::{ObjectCall, home_thread, object_key};
@@ -109,8 +108,8 @@ pub use schedule::guaranteed;
 pub use scheduled::ScheduledEvent;
 pub use snapshot::runtime_files;
 pub use socket::{
-    CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SOCKETS_PER_OBJECT, SocketEnd,
-    SocketMessage, WebSocketConfig, WebSocketUpgrade,
+    CloseFrame, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SOCKETS_PER_OBJECT, ObjectSocketEvent,
+    SocketEnd, SocketMessage, WebSocketConfig, WebSocketUpgrade,
 };
 pub use tail::{
     Exception, LogLine, MAX_TAILS_PER_WORKER, QUEUE as TAIL_QUEUE, TailError, TailEvent, TailItem,

@@ -435,7 +435,7 @@ impl Memory {
 /// is: in a channel, in hyper's or tonic's buffers, waiting for a slow
 /// reader. Refused (and the isolate stopped) over the limit.
 impl Memory {
-    pub(crate) fn charged_bytes(self: &Arc<Self>, bytes: Vec<u8>) -> Result<Bytes, OverLimit> {
+    pub fn charged_bytes(self: &Arc<Self>, bytes: Vec<u8>) -> Result<Bytes, OverLimit> {
         self.charge(bytes.len())?;
         Ok(Bytes::from_owner(OwnedBytes {
             bytes,

@@ -215,8 +215,8 @@ pub trait EngineObserver: Send + Sync {
     /// A namespace was penalized on a thread for a turn that ran long past
     /// its limit (see `schedule.rs`).
     fn quarantined(&self, _thread: usize) {}
-    /// The egress policy refused a worker's `fetch` (see `egress.rs`).
-    fn egress_refused(&self, _thread: usize, _reason: crate::egress::Refusal) {}
+    /// The egress policy refused a worker's `fetch` (see `isolane-egress`).
+    fn egress_refused(&self, _thread: usize, _reason: isolane_egress::Refusal) {}
     /// A tailed Worker's console lines went over a log budget and were
     /// dropped (`host/console.rs`).
     fn log_lines_dropped(&self, _thread: usize, _reason: LogDropReason, _lines: u64) {}

@@ -131,7 +131,7 @@ pub enum EngineError {
     #[error("engine thread {thread} does not exist or has stopped")]
     NoSuchThread { thread: usize },
     #[error("outbound TLS: {0}")]
-    Tls(#[from] crate::egress::TlsConfigError),
+    Tls(#[from] isolane_egress::TlsConfigError),
 }
 
 #[cfg(test)]

@@ -277,36 +277,9 @@ mod tests {
         // `build.rs` drops comments but keeps their line breaks, so a stack
         // trace's `isolane:NN_file.js:LINE` is the line in js/.
         let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js");
-        for (name, source) in RUNTIME_JS {
-            let source = source
-                .as_str()
-                .strip_prefix(WRAP_START)
-                .and_then(|s| s.strip_suffix(WRAP_END))
-                .unwrap();
-            let file = js.join(name);
-            let original = if file.is_file() {
-                std::fs::read_to_string(&file).unwrap()
-            } else {
-                let folder = js.join(name.trim_end_matches(".js"));
-                let mut parts: Vec<_> = std::fs::read_dir(&folder)
-                    .unwrap()
-                    .map(|e| e.unwrap().path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "js"))
-                    .collect();
-                parts.sort();
-                parts
-                    .iter()
-                    .map(|p| std::fs::read_to_string(p).unwrap())
-                    .collect()
-            };
-            assert_eq!(
-                source.lines().count(),
-                original.lines().count(),
-                "{name}: lines moved"
-            );
-            assert!(source.len() < original.len(), "{name}: nothing dropped");
-            assert!(!source.contains("// "), "{name}: a comment left");
-        }
+        let files = RUNTIME_JS.iter().map(|(name, s)| (*name, s.as_str()));
+        let names = isolane_jsbuild::check_embedded(&js, files);
+        assert_eq!(names.len(), RUNTIME_JS.len());
     }
 
     #[test]

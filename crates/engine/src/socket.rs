@@ -9,7 +9,7 @@
 //! connection, reads and writes frames with a WebSocket crate, and
 //! moves whole messages over the two bounded channels here. Each message
 //! that reaches the Worker runs as a turn of its own with a fresh CPU budget
-//! (`host/socket.rs`).
+//! (`isolane-web`'s `websocket.rs`).
 //!
 //! Data flow:
 //!
@@ -131,7 +131,8 @@ pub struct SocketEnd {
 }
 
 impl WebSocketUpgrade {
-    pub(crate) fn new(end: SocketEnd) -> Self {
+    /// The extension of a `101` that hands `end` over (the WebSocket unit's).
+    pub fn new(end: SocketEnd) -> Self {
         Self(Arc::new(Mutex::new(Some(end))))
     }
 
@@ -149,18 +150,40 @@ impl WebSocketUpgrade {
 /// object (made again first if it was evicted) through its input gate,
 /// under the Worker's limits. The answer is a bodiless 200 once the handler
 /// is done.
-/// Made by the engine only (`host/ws_object.rs`).
+/// Made by the WebSocket unit's hibernation (`isolane-web`'s
+/// `websocket/hibernation.rs`, [`ObjectSocketEvent::new`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectSocketEvent {
     /// The class as the Worker's binding names it.
     pub(crate) class: String,
     /// The object's id (64 hex digits).
     pub(crate) id: String,
-    /// The socket's id in the isolate (`host/socket.rs`).
+    /// The socket's id in the isolate (`isolane-web`'s `websocket.rs`).
     pub(crate) socket: u32,
     pub(crate) message: SocketMessage,
     /// The socket's tags and serialized attachment, for an object made
     /// again after its eviction (a closed socket is no longer listed).
     pub(crate) tags: Vec<String>,
     pub(crate) attachment: Option<Vec<u8>>,
+}
+
+impl ObjectSocketEvent {
+    /// `message` of socket `socket` of object `id` of `class`, with the
+    /// socket's tags and serialized attachment.
+    pub fn new(
+        (class, id): (String, String),
+        socket: u32,
+        message: SocketMessage,
+        tags: Vec<String>,
+        attachment: Option<Vec<u8>>,
+    ) -> Self {
+        Self {
+            class,
+            id,
+            socket,
+            message,
+            tags,
+            attachment,
+        }
+    }
 }

@@ -136,15 +136,15 @@ pub(crate) fn run(start: ThreadStart) {
         index,
         shared: shared.clone(),
         observer,
-        client: crate::egress::client(
+        client: isolane_egress::client(
             shared.egress.clone(),
             shared.roots.clone(),
-            crate::egress::Versions::All,
+            isolane_egress::Versions::All,
         ),
-        upgrade_client: crate::egress::client(
+        upgrade_client: isolane_egress::client(
             shared.egress.clone(),
             shared.roots.clone(),
-            crate::egress::Versions::Http1,
+            isolane_egress::Versions::Http1,
         ),
         watchdog,
         snapshot,

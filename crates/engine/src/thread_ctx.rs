@@ -32,13 +32,13 @@ pub(crate) struct EngineShared {
     /// Each thread's long turns, for moving a hog's neighbours elsewhere.
     pub(crate) loads: crate::fairness::Loads,
     /// Where `fetch` may connect.
-    pub(crate) egress: Arc<crate::egress::EgressPolicy>,
+    pub(crate) egress: Arc<isolane_egress::EgressPolicy>,
     /// The roots outbound TLS trusts.
     pub(crate) roots: rustls::RootCertStore,
     /// The API crates' engine-wide states (the Cache API's store, …).
     pub(crate) states: EngineStates,
     /// Slots for expensive Web Crypto jobs, shared out per namespace
-    /// (`crypto_pool.rs`).
+    /// (`isolane-offload`).
     pub(crate) crypto: crate::crypto_pool::Pool,
     /// Invocation events for whoever tails a Worker (`tail.rs`).
     pub(crate) tail: Arc<crate::tail::Tail>,
@@ -96,9 +96,9 @@ pub(crate) struct ThreadCtx {
     pub(crate) observer: Arc<dyn EngineObserver>,
     pub(crate) config: EngineConfig,
     /// Outbound `fetch`: HTTPS and HTTP, pooled, through the egress policy.
-    pub(crate) client: crate::egress::FetchClient,
+    pub(crate) client: isolane_egress::FetchClient<crate::body::Body>,
     /// Outbound WebSocket handshakes: the same client, HTTP/1.1 only.
-    pub(crate) upgrade_client: crate::egress::FetchClient,
+    pub(crate) upgrade_client: isolane_egress::FetchClient<crate::body::Body>,
     pub(crate) watchdog: Watchdog,
     pub(crate) snapshot: &'static [u8],
     /// The requests waiting and in flight, by namespace, with their CPU

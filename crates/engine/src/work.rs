@@ -60,7 +60,7 @@ pub enum Work {
         request: http::Request<Body>,
     },
     /// A message (or the close) of a Durable Object's hibernatable
-    /// WebSocket (`socket.rs`, `host/ws_object.rs`), run on the object's
+    /// WebSocket (`socket.rs`, `isolane-web`'s `websocket/hibernation.rs`), run on the object's
     /// home thread.
     ObjectSocketEvent(ObjectSocketEvent),
     /// A batch of a queue's messages for the Worker's `queue` handler

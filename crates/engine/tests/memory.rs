@@ -1,7 +1,7 @@
 //! Hostile memory tests that also bound the process's resident memory
 //! (`tests/engine/hostile.rs`, `hostile_memory.rs`, `hostile_transient.rs`,
 //! `hostile_wasm.rs`,
-//! `hostile_wasm_tables.rs`, `hostile_wasm_shapes.rs`), in a
+//! `hostile_wasm_tables.rs`, `hostile_wasm_shapes.rs`, `kv_hostile.rs`), in a
 //! binary of their own: in the
 //! `engine` binary, its other tests' attacks (zlib and brotli bombs,
 //! hoarders, key generation) grow the same process at the same time, and
@@ -29,3 +29,5 @@ mod hostile_wasm;
 mod hostile_wasm_shapes;
 #[path = "engine/hostile_wasm_tables.rs"]
 mod hostile_wasm_tables;
+#[path = "engine/kv_hostile.rs"]
+mod kv_hostile;

@@ -20,7 +20,7 @@
 //! `toUSVString`, `toNumber`, `toDictionary`, `DOMException`,
 //! `enumerableMembers`, `setToStringTag`, `illegalConstructor`,
 //! `reportError` and `defineGlobal` (`00_internal.js`,
-//! `01_dom_exception.js`); when called, `setTimer` (`15_timers.js`, for
+//! `01_dom_exception.js`); when called, `setTimer` (`isolane-web`'s `15_timers.js`, for
 //! `AbortSignal.timeout`) and `now` if the clock's file defined it. What
 //! they give the core there: `isEvent`, `isEventTarget`, `eventDispatch`,
 //! `dispatchTrusted`, `setEventTrusted`, `listenerCount`, `eventHandler`,

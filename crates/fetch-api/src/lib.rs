@@ -7,13 +7,14 @@
 //! A crate *below* the engine's core, not a family above it
 //! (docs/adr/0002-engine-crates.md): the core runs every request through
 //! these classes (its `19_worker.js` makes the `Request` a Worker sees and
-//! reads back the `Response` it answers with; its `18_structured_clone.js`,
-//! `26_websocket.js` and Durable Objects use them too), and an engine must
+//! reads back the `Response` it answers with; its `26_websocket.js`,
+//! `isolane-web`'s `18_structured_clone.js` and Durable Objects use them
+//! too), and an engine must
 //! run requests with no family at all (its own tests do). So the core
 //! depends on this crate and evaluates [`JS`] where the files always ran:
 //! its `headers` unit (`07_headers.js`, before the streams) and its
 //! `request` unit (the other three, after the streams and before
-//! `15_timers.js`). The Rust the files' objects cross the host boundary
+//! its `19_worker.js`). The Rust the files' objects cross the host boundary
 //! with (header lists and blocks, a request's head, the response's
 //! hand-back: `host/headers.rs`, `host/request_head.rs`, `host/respond.rs`)
 //! is the request path's mechanics and stays in the core; nothing native is

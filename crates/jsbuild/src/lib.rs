@@ -92,7 +92,8 @@ pub fn build(fingerprint_env: &str, last: Option<&str>) {
 
 /// For a crate's tests: checks each embedded file `(name, source)` of its
 /// `RUNTIME_JS` against its `js/` folder `js_dir`: ASCII, wrapped, no
-/// comment left and as many lines as the file (a folder's parts joined),
+/// comment left (and some dropped) and as many lines as the file (a
+/// folder's parts joined),
 /// so a stack trace's `isolane:NN_file.js:LINE` is the line in `js/`.
 /// Returns the names in order, for the test to compare with the files it
 /// expects; panics naming a file that fails.
@@ -117,6 +118,7 @@ pub fn check_embedded<'a>(
             .map(|part| fs::read_to_string(part).unwrap_or_default())
             .collect();
         assert_eq!(body.lines().count(), source.lines().count(), "{name}");
+        assert!(body.len() < source.len(), "{name}: nothing dropped");
         assert!(!body.contains("// "), "{name}: a comment left");
         names.push(name.to_owned());
     }

@@ -8,7 +8,7 @@
 //! The node's resolver sees what the cluster's DNS serves: its services
 //! (`*.svc.cluster.local`), the search domains, reverse zones of private
 //! ranges. Every Worker is hostile, so a query is held to the egress policy
-//! (`egress.rs`) as a connection is:
+//! (`isolane-egress`) as a connection is:
 //!
 //! - A name is always absolute (`name` is asked as `name.`): no search
 //!   domain is ever appended, so `kubernetes.default` is not the cluster's

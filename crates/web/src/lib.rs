@@ -8,7 +8,12 @@
 //! `js/13_fetch.js`; Request and Response stay the core's, which makes and
 //! answers them for every request it runs), Web Crypto (`crypto.rs`,
 //! `crypto/*`, `js/14_crypto.js`; its parts Node's `node:crypto` is built
-//! on are public here, [`crypto`], for `isolane-nodejs`), `URLPattern`
+//! on are public here, [`crypto`], for `isolane-nodejs`), the timers
+//! (`timers.rs`, `js/15_timers.js`; the table of a request's timers stays
+//! the core's), `Date` and `performance` on the core's coarse clock
+//! (`clock.rs`, `js/16_clock.js`), `structuredClone` (`clone.rs`,
+//! `js/18_structured_clone.js`; V8's serializer stays the core's),
+//! `URLPattern`
 //! (`url_pattern.rs`, `js/21_urlpattern.js`), the Cache API (`cache.rs`,
 //! its store `cache/store.rs`, `js/22_cache.js`), `FormData`
 //! (`form_data.rs`, `js/24_form_data.js`), the console's formatting
@@ -19,9 +24,15 @@
 //! (`html_rewriter.rs`, `html_rewriter/session.rs`,
 //! `js/23_html_rewriter.js`) and the compression streams with their codecs
 //! (`compression.rs`, `compression/*`, `js/24_compression.js`; `node:zlib`
-//! uses the same host functions). The rest of the Web platform (Request,
-//! Response, streams, WebSocket, timers, …) is still
-//! units of the core, to come here by the same seams.
+//! uses the same host functions), and WebSocket: `WebSocketPair`, the `101`
+//! that hands a socket over, outbound sockets and Durable Objects'
+//! hibernatable ones (`websocket.rs`, `websocket/*`, `js/26_websocket.js`;
+//! [`websocket::hibernation`] is public for `isolane-bindings`' object
+//! unit, which registers its host functions; the socket's contract with the
+//! front end, its per-thread count and the thread's `socket_event` hook
+//! stay the core's). What of the Web platform the core keeps (the URL parser its Request and
+//! Response use, the console's `log` unit with the tail's store) stays
+//! there for the reasons docs/engine.md gives.
 //!
 //! The main item is [`family`]: the units, in order, that a binary hands
 //! the engine (`EngineConfig::families`), first of the families. It
@@ -40,6 +51,8 @@ extern crate isolane_engine;
 
 mod blob;
 mod cache;
+mod clock;
+mod clone;
 mod compression;
 mod console;
 pub mod crypto;
@@ -49,8 +62,10 @@ mod form_data;
 mod html_rewriter;
 mod message_channel;
 pub mod offload;
+mod timers;
 mod url;
 mod url_pattern;
+pub mod websocket;
 
 use isolane_engine::Family;
 use isolane_engine::api::Unit;
@@ -76,12 +91,17 @@ fn units() -> Vec<Unit> {
         blob::unit(),
         fetch::unit(),
         crypto::unit(),
+        timers::unit(),
+        clock::unit(),
         console::unit(),
+        clone::unit(),
         url_pattern::unit(),
         cache::unit(),
         html_rewriter::unit(),
         compression::unit(),
         form_data::unit(),
+        websocket::unit(),
+        websocket::connect::unit(),
         message_channel::unit(),
     ]
 }

@@ -45,9 +45,11 @@ async fn failing_workers_leave_their_neighbours_unharmed() {
     );
     poison.spec.limits.cpu_ms = 1000;
     poison.spec.limits.memory_mib = 192;
-    // Shorter than any penalty (4 × an overrun of over 100 ms): refused,
-    // not kept waiting.
-    poison.spec.limits.wall_ms = 400;
+    // Shorter than most penalties (4 × an overrun of over 100 ms; a penalty
+    // of 1 s or more is refused, not kept waiting), and long enough for a
+    // fresh isolate on a busy 2-core machine: at 400 ms a round after a
+    // retirement sometimes ended at `wall_timeout` (442 ms) instead.
+    poison.spec.limits.wall_ms = 1000;
     // Memory off the JS heap: ArrayBuffers count against memoryMiB too.
     let mut hoarder = inline_worker(
         "hoarder",

@@ -1,14 +1,17 @@
-//! `host.structuredClone`: a V8 ValueSerializer round trip.
+//! `host.structuredClone`, `host.serialize` and `host.deserialize`: V8's
+//! ValueSerializer, the wire of Durable Objects' storage, RPC, queues and
+//! hibernatable WebSockets' attachments (in the bindings' and the core's
+//! JavaScript) and the round trip of `isolane-web`'s `structuredClone`
+//! (`crates/web/js/18_structured_clone.js`).
 
 use v8::{ValueDeserializerHelper, ValueSerializerHelper};
 
 use super::error::{ErrorClass, HostError};
 use crate::unit::Unit;
 
-/// `structuredClone`.
+/// V8's serializer: host functions only.
 pub(super) fn unit() -> Unit {
-    Unit::new("structured_clone")
-        .js(&["18_structured_clone.js"])
+    Unit::new("serializer")
         .function("structuredClone", structured_clone)
         .function("serialize", serialize)
         .function("deserialize", deserialize)

@@ -66,7 +66,7 @@ fn for_each_pair(
 
 /// A header list from JS as a header map, skipping any pair that is not a
 /// valid header (`host.respond`: the runtime's `Headers` validated them).
-pub(crate) fn lenient_header_map(
+pub fn lenient_header_map(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
 ) -> HeaderMap {

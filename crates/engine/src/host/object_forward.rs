@@ -9,6 +9,7 @@
 //! Each stub call is one of its request's subrequests; how one sent out
 //! of its isolate queues and is bounded is `isolane-calltree`'s.
 
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use http::header::{HeaderName, HeaderValue};
 use isolane_calltree::CallTree;
 
 use super::error::{ErrorClass, HostError};
+use super::id_map::IdMap;
 use super::object_hosted::bound_worker;
 use super::request_head::method_and_uri;
 use super::state::FetchHead;
@@ -27,6 +29,7 @@ use crate::dispatch::run_on;
 use crate::object_call::{ObjectCall, RingClass, home_thread, object_key, ring_class};
 use crate::object_peers::{MAX_ATTEMPTS, retry_pause};
 use crate::service_call::object_within_depth;
+use crate::socket::{SocketEnd, WebSocketUpgrade};
 use crate::work::Work;
 
 host_fn! {
@@ -260,7 +263,93 @@ pub(crate) fn response_head(
     url: String,
 ) -> Settlement {
     // A WebSocket the callee answered with (on this node), to pass on.
-    let web_socket = super::socket::pass_in(isolate.host(), ctx, &response);
+    let web_socket = pass_in(isolate.host(), ctx, &response);
     let head = FetchHead::new(isolate.host(), ctx, response, url);
     Settlement::Fetch(FetchHead { web_socket, ..head })
+}
+
+/// Sockets a Durable Object on another thread answered a forwarded
+/// `stub.fetch` with (`101`), by id, with the request that holds them
+/// until its Worker returns them (the WebSocket unit's `webSocketPass`,
+/// [`take_passed`]): the `worker` unit's request state. The core keeps
+/// them because it is the core that forwards the call and reads its
+/// answer; the socket's front-end end goes on unread.
+#[derive(Default)]
+pub(crate) struct PassedSockets {
+    passed: RefCell<IdMap<(u32, SocketEnd)>>,
+    next: Cell<u32>,
+}
+
+impl crate::unit::RequestResources for PassedSockets {
+    fn drop_for(&self, ctx: Option<u32>) {
+        self.passed
+            .borrow_mut()
+            .retain(|_, (owner, _)| ctx.is_some_and(|c| c != *owner));
+    }
+}
+
+/// The socket a forwarded `stub.fetch` was answered with, kept for request
+/// `ctx` until its Worker returns it: its id, 0 for none.
+fn pass_in<B>(host: &HostState, ctx: u32, response: &http::Response<B>) -> u32 {
+    if response.status() != http::StatusCode::SWITCHING_PROTOCOLS {
+        return 0;
+    }
+    let end = response
+        .extensions()
+        .get::<WebSocketUpgrade>()
+        .and_then(WebSocketUpgrade::take);
+    let (Some(end), Some(passed)) = (end, host.state::<PassedSockets>()) else {
+        return 0;
+    };
+    let id = passed.next.get().wrapping_add(1).max(1);
+    passed.next.set(id);
+    passed.passed.borrow_mut().insert(id, (ctx, end));
+    id
+}
+
+/// Takes socket `id` a forwarded `stub.fetch` was answered with, to answer
+/// its request with (`None`: unknown, or handed over already).
+pub fn take_passed(host: &HostState, id: u32) -> Option<SocketEnd> {
+    let passed = host.state::<PassedSockets>()?;
+    passed.passed.borrow_mut().remove(&id).map(|(_, end)| end)
+}
+
+/// Where a Durable Object's hibernatable sockets' events run
+/// (`isolane-web`'s `websocket/hibernation.rs`): this thread's queue (the
+/// object's home), as [`Work::ObjectSocketEvent`]s of the object's Worker.
+/// Made on the isolate's thread; holds no isolate across its awaits.
+pub struct SocketEvents {
+    shared: Arc<crate::thread_ctx::EngineShared>,
+    observer: Arc<dyn crate::observer::EngineObserver>,
+    thread: usize,
+}
+
+impl SocketEvents {
+    /// This thread's.
+    pub fn of(host: &HostState) -> Self {
+        Self {
+            shared: host.thread.shared.clone(),
+            observer: host.thread.observer.clone(),
+            thread: host.thread.index,
+        }
+    }
+
+    /// Runs `event` on its object of `bundle`'s Worker, until its handler is done.
+    pub async fn run(
+        &self,
+        bundle: Arc<WorkerBundle>,
+        event: crate::socket::ObjectSocketEvent,
+    ) -> Result<(), crate::ExecuteError> {
+        let work = Work::ObjectSocketEvent(event);
+        run_on(
+            &self.shared,
+            &*self.observer,
+            self.thread,
+            bundle,
+            work,
+            true,
+        )
+        .await
+        .map(drop)
+    }
 }

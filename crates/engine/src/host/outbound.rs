@@ -1,9 +1,10 @@
 //! What every outbound HTTP request of a Worker shares, `fetch()`'s
 //! (`isolane-web`'s `fetch.rs`) and the WebSocket client's handshake
-//! (`ws_connect.rs`): the checks of a hop (the Worker's own
+//! (`isolane-web`'s `websocket/connect.rs`): the checks of a hop (the Worker's own
 //! `egress.allowedHosts`, an IP literal against the egress policy), the
 //! connection's own headers, the wait for a response head, the message of a
-//! failure, and [`send`], one hop on the thread's HTTP client.
+//! failure, and [`send`], one hop on the thread's HTTP client
+//! ([`send_upgrade`] on its HTTP/1.1-only variant, for a handshake).
 
 use std::future::Future;
 
@@ -38,6 +39,29 @@ pub fn send(
     }
 }
 
+/// Sends a WebSocket handshake on the thread's HTTP/1.1-only client (a
+/// connection that upgrades cannot be an HTTP/2 one): the response head
+/// as it is (its `101` upgraded by the caller) within [`HEADERS_TIMEOUT`],
+/// or the `TypeError` message of its failure.
+pub fn send_upgrade(
+    host: &HostState,
+    request: http::Request<Body>,
+) -> impl Future<Output = Result<http::Response<hyper::body::Incoming>, String>> + use<> {
+    let thread = host.thread.clone();
+    let to = request.uri().host().unwrap_or("").to_owned();
+    async move {
+        let sent = tokio::time::timeout(HEADERS_TIMEOUT, thread.upgrade_client.request(request));
+        match sent.await {
+            Err(_) => Err(format!(
+                "WebSocket failed: no response from {to} within {} s",
+                HEADERS_TIMEOUT.as_secs()
+            )),
+            Ok(Err(error)) => Err(failure(&thread, &error)),
+            Ok(Ok(response)) => Ok(response),
+        }
+    }
+}
+
 /// The checks of every hop before it connects: the Worker's own narrowing
 /// (`spec.egress.allowedHosts`), and an IP literal against the egress
 /// policy (it is connected to without resolving; names are checked by the
@@ -56,7 +80,7 @@ pub(crate) fn failure(
     thread: &crate::thread_ctx::ThreadCtx,
     error: &hyper_util::client::legacy::Error,
 ) -> String {
-    match crate::egress::refusal_in(error) {
+    match isolane_egress::refusal_in(error) {
         Some(refused) => {
             thread.observer.egress_refused(thread.index, refused.reason);
             refused.to_string()

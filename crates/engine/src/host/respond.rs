@@ -24,6 +24,7 @@ pub(super) fn unit() -> Unit {
         .function("responseEnd", response_end)
         .function("fail", fail)
         .function("requestDone", request_done)
+        .request_state::<super::object_forward::PassedSockets>()
 }
 
 host_fn! {

@@ -67,7 +67,7 @@ pub(crate) struct RequestCtx {
     /// one more (`HOPS_HEADER`).
     hops: u32,
     /// What keeps the request open past its `requestDone` (its open
-    /// WebSockets, `host/socket.rs`).
+    /// WebSockets, `isolane-web`'s `websocket.rs`).
     holds: u32,
     /// `requestDone` came while held: done when the last hold goes.
     done_wanted: bool,
@@ -129,9 +129,9 @@ pub struct FetchHead {
     pub(crate) url: String,
     /// Whether a redirect was followed.
     pub(crate) redirected: bool,
-    /// The WebSocket of a `101` answer to a handshake (`host/ws_connect.rs`),
-    /// 0 for none.
-    pub(crate) web_socket: u32,
+    /// The WebSocket of a `101` answer to a handshake (`isolane-web`'s
+    /// `websocket/connect.rs`), 0 for none.
+    pub web_socket: u32,
 }
 
 enum BodySlot {
@@ -253,7 +253,7 @@ impl HostState {
     }
 
     /// The engine's egress policy (what outbound connections may reach).
-    pub fn egress(&self) -> &Arc<crate::egress::EgressPolicy> {
+    pub fn egress(&self) -> &Arc<isolane_egress::EgressPolicy> {
         &self.thread.shared.egress
     }
 
@@ -285,13 +285,32 @@ impl HostState {
     /// this thread (its `max_sockets_per_worker`, shared with its
     /// WebSockets: `socket_count.rs`); given back when the slot drops.
     pub fn socket_slot(&self) -> Result<super::socket_count::Slot, super::socket_count::Refused> {
+        self.client_socket_slot(None)
+    }
+
+    /// A place for a new socket of `client` (an accepted WebSocket's, its
+    /// share of the Worker's sockets too), as [`Self::socket_slot`].
+    pub fn client_socket_slot(
+        &self,
+        client: Option<&http::HeaderValue>,
+    ) -> Result<super::socket_count::Slot, super::socket_count::Refused> {
         let config = &self.thread.config.websocket;
-        super::socket_count::open(self.worker_id(), None, config)
+        super::socket_count::open(self.worker_id(), client, config)
+    }
+
+    /// The engine's WebSocket limits (`EngineConfig::websocket`).
+    pub fn websocket_config(&self) -> crate::socket::WebSocketConfig {
+        self.thread.config.websocket
+    }
+
+    /// The index of this isolate's engine thread (logs, the observer).
+    pub fn thread_index(&self) -> usize {
+        self.thread.index
     }
 
     /// Counts a connection the egress policy refused (the observer's
     /// `egress_refused`, for this thread).
-    pub fn egress_refused(&self, reason: crate::egress::Refusal) {
+    pub fn egress_refused(&self, reason: isolane_egress::Refusal) {
         let thread = &self.thread;
         thread.observer.egress_refused(thread.index, reason);
     }
@@ -557,7 +576,7 @@ impl HostState {
     }
 
     /// Sends the response head; false when the request is gone or answered.
-    pub(crate) fn send_head(&self, ctx: u32, response: http::Response<Body>) -> bool {
+    pub fn send_head(&self, ctx: u32, response: http::Response<Body>) -> bool {
         let head = self
             .requests
             .borrow_mut()
@@ -590,7 +609,7 @@ impl HostState {
     }
 
     /// The client of request `ctx`, if it was named.
-    pub(crate) fn client(&self, ctx: u32) -> Option<http::HeaderValue> {
+    pub fn client(&self, ctx: u32) -> Option<http::HeaderValue> {
         self.requests
             .borrow()
             .get(&ctx)
@@ -599,7 +618,7 @@ impl HostState {
 
     /// Ends the request with `error`: as the head if none was sent yet, else
     /// by aborting the streamed body. Then signals it done.
-    pub(crate) fn fail_request(&self, ctx: u32, error: ExecuteError) {
+    pub fn fail_request(&self, ctx: u32, error: ExecuteError) {
         let (head, writer, done) = {
             let mut requests = self.requests.borrow_mut();
             let Some(r) = requests.get_mut(&ctx) else {
@@ -655,14 +674,14 @@ impl HostState {
     }
 
     /// Keeps request `ctx` open past its `requestDone` (an open WebSocket).
-    pub(crate) fn hold(&self, ctx: u32) {
+    pub fn hold(&self, ctx: u32) {
         if let Some(r) = self.requests.borrow_mut().get_mut(&ctx) {
             r.holds += 1;
         }
     }
 
     /// Lets go of one hold; the request is done if it said so meanwhile.
-    pub(crate) fn release_hold(&self, ctx: u32) {
+    pub fn release_hold(&self, ctx: u32) {
         let done = self.requests.borrow_mut().get_mut(&ctx).and_then(|r| {
             r.holds = r.holds.saturating_sub(1);
             if r.holds == 0 && r.done_wanted {
@@ -831,13 +850,16 @@ impl HostState {
 
     // --- timers ---
 
-    pub(crate) fn add_timer(&self, id: u32, ctx: u32, task: AbortHandle) {
+    /// Timer `id`'s task (`isolane-web`'s `timerStart`) belongs to
+    /// request `ctx`: aborted with it, or when `id` is armed again.
+    pub fn add_timer(&self, id: u32, ctx: u32, task: AbortHandle) {
         if let Some(old) = self.timers.borrow_mut().insert(id, Timer { ctx, task }) {
             old.task.abort();
         }
     }
 
-    pub(crate) fn cancel_timer(&self, id: u32) {
+    /// Disarms timer `id`; unknown ids are ignored.
+    pub fn cancel_timer(&self, id: u32) {
         let timer = self.timers.borrow_mut().remove(&id);
         if let Some(timer) = timer {
             timer.task.abort();

@@ -1,8 +1,8 @@
-//! `host.now` and the UTF-8 codecs the core's bodies (and `isolane-web`'s
-//! TextEncoder and TextDecoder) use: the units `clock` and `utf8`.
+//! The UTF-8 codecs the core's bodies (and `isolane-web`'s TextEncoder and
+//! TextDecoder) use: the unit `utf8`.
 
 use super::error::{HostError, HostResult};
-use super::{HostState, u8_array};
+use super::u8_array;
 use crate::unit::Unit;
 
 /// UTF-8 to and from strings (`internal.utf8Encode`/`utf8Decode`,
@@ -11,19 +11,6 @@ pub(super) fn utf8() -> Unit {
     Unit::new("utf8")
         .function("utf8Encode", utf8_encode)
         .function("utf8Decode", utf8_decode)
-}
-
-/// `performance.now`, `Date.now` and `new Date()` on the coarse clock.
-pub(super) fn clock() -> Unit {
-    Unit::new("clock").js(&["16_clock.js"]).function("now", now)
-}
-
-host_fn! {
-/// `now()`: the coarse clock (advances only at I/O boundaries); 0 at
-/// snapshot time.
-fn now<'s>(scope) -> f64 {
-    HostState::get(scope).map_or(0.0, |h| h.now_ms())
-}
 }
 
 host_fn! {

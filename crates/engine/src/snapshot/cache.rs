@@ -1,7 +1,7 @@
 //! The snapshot's disk cache: one file per build, so a process after the
 //! first deserialises the blob rather than evaluating the runtime again.
 //!
-//! A checked file (`checked_file.rs`: magic `ISOLSNAP`, named
+//! A checked file (`isolane-checkedfile`: magic `ISOLSNAP`, named
 //! `snapshot-<key>.bin`). The key is a SHA-256 of everything the blob
 //! depends on: the runtime's JavaScript (the core's and the families'), the engine's Rust sources
 //! (`ISOLANE_ENGINE_FINGERPRINT`, from `build.rs`: the host functions'

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use isolane_engine::{Body, EngineConfig, ExecuteError, Limits, PoolMode, TerminationReason};
 
+use crate::peak_rss::rss_mib;
 use crate::support::*;
 
 /// Each of these once aborted the process with V8's "Reached heap limit":
@@ -20,7 +21,12 @@ use crate::support::*;
 #[tokio::test]
 async fn single_huge_allocations_end_the_request_not_the_process() {
     let _alone = crate::peak_rss::alone().await;
-    let (engine, recorder) = engine(1, PoolMode::Pinned);
+    // CPU is plentiful, so that memory is the limit that ends each attack:
+    // `Array.from` of 1e8 elements grows a dictionary one element at a
+    // time and takes 3 to 8 s of CPU to fill 128 MiB here, on either side
+    // of the engine's default 5 s cap (each Worker's own limit below is
+    // `memory_limits`' 20 s).
+    let (engine, recorder) = uncapped_engine();
     let neighbour = bundle("web/neighbour", HELLO);
     neighbour_ok(&engine, &neighbour).await;
     // (attack, whether it may end as a stack overflow rather than memory: a

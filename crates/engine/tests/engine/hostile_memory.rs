@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use isolane_engine::{Body, ExecuteError, PoolMode};
 
+use crate::peak_rss::rss_mib;
 use crate::support::*;
 
 /// Hoards 16 MiB of written pages per request in a resizable buffer made

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use isolane_engine::{ExecuteError, PoolMode};
 
 use crate::peak_rss::PeakRss;
+use crate::peak_rss::rss_mib;
 use crate::support::*;
 
 /// The most one such request may take the process past where it started:

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use isolane_engine::{ExecuteError, Module, ModuleKind, PoolMode};
 
 use crate::peak_rss::PeakRss;
+use crate::peak_rss::rss_mib;
 use crate::support::*;
 
 /// `grow(pages)` grows memory 0 by `pages` at a time until it fails,

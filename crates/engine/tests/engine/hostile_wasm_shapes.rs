@@ -9,6 +9,7 @@ use isolane_engine::{ExecuteError, PoolMode};
 
 use crate::hostile_wasm_tables::wasm_worker;
 use crate::peak_rss::PeakRss;
+use crate::peak_rss::rss_mib;
 use crate::support::*;
 
 /// Modules generated (each a new Worker, so a new isolate).

@@ -11,6 +11,7 @@ use std::time::Duration;
 use isolane_engine::{ExecuteError, Module, ModuleKind, PoolMode, WorkerBundle};
 
 use crate::peak_rss::PeakRss;
+use crate::peak_rss::rss_mib;
 use crate::support::*;
 
 /// The most a hostile request may take the process past where it started:

@@ -9,8 +9,6 @@ use std::sync::atomic::Ordering;
 
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::support::rss_mib;
-
 /// Samples this process's RSS every millisecond until dropped: the peak
 /// while a hostile request runs, not only after it.
 pub struct PeakRss {
@@ -53,4 +51,20 @@ impl PeakRss {
 pub async fn alone() -> MutexGuard<'static, ()> {
     static ONE: Mutex<()> = Mutex::const_new(());
     ONE.lock().await
+}
+
+/// Resident memory of this process, in MiB (Linux).
+pub fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap()
+        .to_owned();
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib / 1024
 }

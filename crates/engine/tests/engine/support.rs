@@ -175,22 +175,6 @@ pub async fn run(
     text(engine.execute(thread, bundle.clone(), get(path)).await).await
 }
 
-/// Resident memory of this process, in MiB (Linux).
-pub fn rss_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .unwrap()
-        .to_owned();
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap();
-    kib / 1024
-}
-
 /// Limits where memory, not CPU, must be what stops a script, even in a
 /// debug build on a loaded machine.
 pub fn memory_limits(memory_mib: u32) -> Limits {
@@ -334,4 +318,27 @@ impl isolane_engine::WorkerLookup for Served {
     fn current(&self, worker_id: &str) -> Option<Arc<WorkerBundle>> {
         self.0.lock().unwrap().get(worker_id).cloned()
     }
+}
+
+/// One pinned thread with one spare isolate, KV on a SQLite store in `dir`.
+pub fn kv_engine(dir: &std::path::Path) -> (isolane_engine::Engine, Arc<Recorder>) {
+    kv_engine_on(isolane_storage::Store::open_sqlite(dir).unwrap())
+}
+
+/// One pinned thread with one spare isolate, KV on `store`.
+pub fn kv_engine_on(store: isolane_storage::Store) -> (isolane_engine::Engine, Arc<Recorder>) {
+    engine_with(EngineConfig {
+        threads: 1,
+        pin_threads: false,
+        pool_mode: PoolMode::Pinned,
+        spare_isolates: 1,
+        store: Some(store),
+        ..EngineConfig::default()
+    })
+}
+
+pub fn kv_bundle(id: &str, script: &str, limits: isolane_engine::Limits) -> Arc<WorkerBundle> {
+    let mut bundle = bundle_with(id, script, limits, &[]);
+    bundle.kv.insert("KV".to_owned(), "shared".to_owned());
+    Arc::new(bundle)
 }

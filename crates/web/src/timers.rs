@@ -1,15 +1,21 @@
-//! `host.timerStart` / `host.timerCancel`: one-shot timers on the thread's
-//! tokio runtime. A due timer settles in a turn of its own
-//! (`WorkerIsolate::fire_timer` → `internal.timerFired(id)`).
+//! `setTimeout`, `setInterval`, their clears, `queueMicrotask` and
+//! `scheduler.wait` (`js/15_timers.js`), on `host.timerStart` and
+//! `host.timerCancel`: one-shot timers on the thread's tokio runtime. The
+//! table of a request's timers is the core's (they die with the request
+//! that armed them, [`HostState::add_timer`]); a due timer settles in a
+//! turn of its own (`IsolateTurns::fire_timer` → `internal.timerFired(id)`,
+//! which the core's `00_internal.js` defines as a no-op for an engine
+//! without this family). The core's events (`AbortSignal.timeout`) and
+//! `node:timers` reach them through `internal.setTimer` and
+//! `internal.webTimers` only when called, never at load time.
 
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::HostState;
-use crate::unit::Unit;
+use isolane_engine::api::{HostState, Unit};
 
 /// setTimeout, setInterval and their clears.
-pub(super) fn unit() -> Unit {
+pub(crate) fn unit() -> Unit {
     Unit::new("timers")
         .js(&["15_timers.js"])
         .function("timerStart", timer_start)
@@ -27,7 +33,7 @@ fn timer_start<'s>(_scope, host: Rc<HostState>, id: u32, delay: f64) {
     } else {
         0.0
     };
-    let me = host.me.clone();
+    let me = host.turns();
     // Timers belong to the request that armed them: they die with it.
     let ctx = host.current();
     let task = tokio::task::spawn_local(async move {

@@ -1,9 +1,9 @@
 //! Hibernatable WebSockets: the sockets a Durable Object accepts with
 //! `ctx.acceptWebSocket(ws, tags)` (`isolane-bindings`' 28_durable_object.js,
-//! which registers this module's host functions through `api::object`), as workerd's
+//! which registers this module's host functions, `isolane_web::websocket::hibernation`), as workerd's
 //! hibernation manager keeps them.
 //!
-//! Such a socket is an `Entry` of `host/socket.rs` owned by its object (an
+//! Such a socket is an `Entry` of `websocket.rs` owned by its object (an
 //! [`ObjectSocket`]: class, id, tags, attachment), not by the request whose
 //! `101` carried it: that request ends as a plain one, and the socket stays
 //! open here, outside the JavaScript heap, while the object's instance may
@@ -29,15 +29,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc;
 
-use super::error::{ErrorClass, HostError, HostResult};
-use super::socket::{
-    ClientQueue, Hibernation, Inbox, SocketKeeper, Sockets, abnormal, new_entry, sockets,
+use isolane_engine::api::net::Slot;
+use isolane_engine::api::object::{SocketEvents, bound_worker};
+use isolane_engine::api::{
+    ErrorClass, HostError, HostResult, HostState, IsolateTurns, js_string, u8_array, view_bytes,
 };
-use super::socket_count::Slot;
-use super::{HostState, IsolateTurns, js_string, u8_array};
-use crate::bundle::WorkerBundle;
-use crate::outcome::ExecuteError;
-use crate::socket::{CloseFrame, ObjectSocketEvent, SocketEnd, SocketMessage};
+use isolane_engine::{
+    CloseFrame, ExecuteError, ObjectSocketEvent, SocketEnd, SocketMessage, WorkerBundle,
+};
+
+use super::{ClientQueue, Hibernation, Inbox, SocketKeeper, Sockets, abnormal, new_entry, sockets};
 
 /// Each object's auto-response, `(request, response)` by `(class, id)`
 /// (the unit's state).
@@ -60,7 +61,7 @@ struct ObjectHibernation;
 /// Hands the sockets an object accepts (`webSocketRespond` with a
 /// hibernation owner) to this module, once per process.
 pub fn install() {
-    super::socket::set_hibernation(&ObjectHibernation);
+    super::set_hibernation(&ObjectHibernation);
 }
 
 impl Hibernation for ObjectHibernation {
@@ -84,7 +85,7 @@ impl Hibernation for ObjectHibernation {
         match keeper.into_any().downcast::<ObjectSocket>() {
             Ok(object) => open_object_entry(host, sockets, slot, object),
             // Only this unit makes keepers: unreachable, and harmless.
-            Err(_) => super::socket::open_entry(host, sockets, 0, slot),
+            Err(_) => super::open_entry(host, sockets, 0, slot),
         }
     }
 }
@@ -108,7 +109,7 @@ fn object_socket(keeper: &Option<Rc<dyn SocketKeeper>>) -> Option<Rc<ObjectSocke
 const MAX_ATTACHMENT_BYTES: usize = 2048;
 
 /// The object a hibernatable socket belongs to, and what it keeps of it.
-pub(crate) struct ObjectSocket {
+pub(super) struct ObjectSocket {
     class: String,
     id: String,
     /// The Worker whose isolate holds the object (its events' bundle).
@@ -144,7 +145,7 @@ fn check_room(
     id: &str,
     pending: usize,
 ) -> HostResult<()> {
-    let limit = host.thread.config.websocket.max_sockets_per_object;
+    let limit = host.websocket_config().max_sockets_per_object;
     if count(sockets, class, id) + pending >= limit {
         return Err(HostError::new(
             ErrorClass::Error,
@@ -173,14 +174,14 @@ fn owner(
     let class = class.to_rust_string_lossy(scope);
     let id = id.to_rust_string_lossy(scope);
     let tags = strings(scope, tags).ok_or_else(bad)?;
-    let bundle = super::object_hosted::bound_worker(host, &class)?;
+    let bundle = bound_worker(host, &class)?;
     check_room(host, sockets, &class, &id, 0)?;
     Ok(ObjectSocket {
         class,
         id,
         bundle,
         tags,
-        attachment: RefCell::new(super::view_bytes(attachment)),
+        attachment: RefCell::new(view_bytes(attachment)),
         auto_at: Cell::new(None),
         gone: Cell::new(false),
     })
@@ -194,11 +195,11 @@ fn open_object_entry(
     slot: Slot,
     object: Rc<ObjectSocket>,
 ) -> (u32, SocketEnd) {
-    let config = host.thread.config.websocket;
+    let config = host.websocket_config();
     let (entry, queue, end) = new_entry(config, 0, slot, Some(object.clone()));
     let id = sockets.insert(entry);
     let task = tokio::task::spawn_local(object_pump(
-        host.me.clone(),
+        host.turns(),
         id,
         object,
         queue,
@@ -208,44 +209,22 @@ fn open_object_entry(
     (id, end)
 }
 
-/// Where an object's socket events run: this thread's queue (the object's
-/// home), with its Worker.
-struct Delivery {
-    shared: Arc<crate::thread_ctx::EngineShared>,
-    observer: Arc<dyn crate::observer::EngineObserver>,
-    thread: usize,
-}
-
-impl Delivery {
-    fn of(host: &HostState) -> Self {
-        Self {
-            shared: host.thread.shared.clone(),
-            observer: host.thread.observer.clone(),
-            thread: host.thread.index,
-        }
-    }
-
-    /// Runs `message` of socket `socket` as an event of its object.
-    async fn run(
-        &self,
-        object: &ObjectSocket,
-        socket: u32,
-        message: SocketMessage,
-    ) -> Result<(), ExecuteError> {
-        let work = crate::Work::ObjectSocketEvent(ObjectSocketEvent {
-            class: object.class.clone(),
-            id: object.id.clone(),
-            socket,
-            message,
-            tags: object.tags.clone(),
-            attachment: object.attachment.borrow().clone(),
-        });
-        let observer = &*self.observer;
-        let bundle = object.bundle.clone();
-        crate::dispatch::run_on(&self.shared, observer, self.thread, bundle, work, true)
-            .await
-            .map(drop)
-    }
+/// Runs `message` of socket `socket` as an event of its object, on this
+/// thread (the object's home), with its Worker.
+async fn deliver(
+    events: &SocketEvents,
+    object: &ObjectSocket,
+    socket: u32,
+    message: SocketMessage,
+) -> Result<(), ExecuteError> {
+    let event = ObjectSocketEvent::new(
+        (object.class.clone(), object.id.clone()),
+        socket,
+        message,
+        object.tags.clone(),
+        object.attachment.borrow().clone(),
+    );
+    events.run(object.bundle.clone(), event).await
 }
 
 /// Answers `message` with the object's auto-response when it is its
@@ -278,7 +257,7 @@ fn auto_answered(
     if let Some((out, false)) = sockets.out(id)
         && let Err(mpsc::error::TrySendError::Full(_)) = out.try_send(SocketMessage::Text(response))
     {
-        super::socket::drop_abnormally(host, sockets, id, "the client is not reading");
+        super::drop_abnormally(host, sockets, id, "the client is not reading");
     }
     true
 }
@@ -312,10 +291,10 @@ async fn object_pump(
             let Some(closing) = closing else { return };
             half_open |= matches!(message, SocketMessage::Close(_)) && !closing;
             object.gone.set(half_open);
-            (Delivery::of(host), closing)
+            (SocketEvents::of(host), closing)
         };
         drop(isolate);
-        let result = delivery.run(&object, id, message).await;
+        let result = deliver(&delivery, &object, id, message).await;
         if closing {
             return;
         }
@@ -330,7 +309,7 @@ async fn object_pump(
                 if let Some(isolate) = me.upgrade()
                     && let Some(sockets) = isolate.host().state::<Sockets>()
                 {
-                    super::socket::drop_abnormally(
+                    super::drop_abnormally(
                         isolate.host(),
                         sockets,
                         id,
@@ -363,11 +342,11 @@ fn client_closed(
 /// An object's socket was dropped without a close handshake (1011 to the
 /// client): the object hears `webSocketError` in an event of its own.
 fn dropped(host: &HostState, id: u32, object: &Rc<ObjectSocket>, reason: &str) {
-    let delivery = Delivery::of(host);
+    let delivery = SocketEvents::of(host);
     let object = object.clone();
     let message = abnormal(reason);
     tokio::task::spawn_local(async move {
-        let _ = delivery.run(&object, id, message).await;
+        let _ = deliver(&delivery, &object, id, message).await;
     });
 }
 

@@ -24,11 +24,17 @@
 //!
 //! The check is on the *resolved* address of every connection: the client's
 //! resolver drops refused addresses (a name that resolves to loopback, DNS
-//! rebinding between two lookups), and `host/outbound.rs` checks IP literals
-//! itself (hyper connects to those without resolving) on every redirect hop.
+//! rebinding between two lookups), and the engine's `host/outbound.rs` checks
+//! IP literals itself (hyper connects to those without resolving) on every
+//! redirect hop.
 //! Every spelling of an address (`2130706433`, `0x7f000001`, `127.1`,
 //! `[::ffff:127.0.0.1]`) reaches here as the same `IpAddr`: the WHATWG URL
 //! parser normalises them.
+//!
+//! A crate below the engine's core, which builds each thread's clients here
+//! ([`client`], over its own body type) and re-exports the policy's types
+//! (`isolane_engine::EgressConfig`, `isolane_engine::api::net`): the crates
+//! above the core reach it through the engine.
 
 use std::future::Future;
 use std::io;
@@ -44,8 +50,6 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::rt::TokioExecutor;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-
-use crate::body::Body;
 
 /// How long a connection (TCP and TLS) may take to open.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -169,7 +173,7 @@ pub struct EgressPolicy {
 }
 
 impl EgressPolicy {
-    pub(crate) fn new(config: &EgressConfig) -> Self {
+    pub fn new(config: &EgressConfig) -> Self {
         Self {
             allow: config.allow.clone(),
             deny: config.deny.clone(),
@@ -315,7 +319,7 @@ fn classify(address: IpAddr) -> Option<Refusal> {
 /// Resolves names with the system resolver, keeping only the addresses the
 /// policy allows; a name with none left fails with [`EgressRefused`].
 #[derive(Clone)]
-pub(crate) struct PolicyResolver {
+pub struct PolicyResolver {
     policy: Arc<EgressPolicy>,
 }
 
@@ -364,8 +368,8 @@ pub async fn resolve(policy: &EgressPolicy, host: &str, port: u16) -> io::Result
 
 /// The outbound client of one engine thread: HTTPS (rustls, HTTP/2 by ALPN)
 /// and plain HTTP, connections pooled per thread, every connection through
-/// the policy.
-pub(crate) type FetchClient = Client<HttpsConnector<HttpConnector<PolicyResolver>>, Body>;
+/// the policy; `B` is the request body's type (the engine's `Body`).
+pub type FetchClient<B> = Client<HttpsConnector<HttpConnector<PolicyResolver>>, B>;
 
 /// Why the fetch client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -379,7 +383,7 @@ pub enum TlsConfigError {
 }
 
 /// The trusted roots: the public web PKI, plus the node's extra CAs.
-pub(crate) fn roots(config: &EgressConfig) -> Result<rustls::RootCertStore, TlsConfigError> {
+pub fn roots(config: &EgressConfig) -> Result<rustls::RootCertStore, TlsConfigError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
@@ -400,7 +404,7 @@ pub(crate) fn roots(config: &EgressConfig) -> Result<rustls::RootCertStore, TlsC
 
 /// Which HTTP versions a client offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Versions {
+pub enum Versions {
     /// HTTP/1.1 and HTTP/2 (by ALPN over TLS): `fetch`.
     All,
     /// HTTP/1.1 only: a WebSocket handshake, which needs a connection of its
@@ -410,11 +414,15 @@ pub(crate) enum Versions {
 }
 
 /// Builds one thread's client.
-pub(crate) fn client(
+pub fn client<B>(
     policy: Arc<EgressPolicy>,
     roots: rustls::RootCertStore,
     versions: Versions,
-) -> FetchClient {
+) -> FetchClient<B>
+where
+    B: http_body::Body + Send,
+    B::Data: Send,
+{
     let mut http = HttpConnector::new_with_resolver(PolicyResolver { policy });
     http.enforce_http(false);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));

@@ -1,4 +1,4 @@
-//! The engine's own end of an outbound WebSocket (`host/ws_connect.rs`):
+//! The engine's own end of an outbound WebSocket (`websocket/connect.rs`):
 //! after the server's `101`, the edge's one frame loop
 //! ([`isolane_edge::websocket::pump`], as the client: frames are masked)
 //! moves whole messages between the upgraded connection and the Worker's
@@ -10,11 +10,10 @@
 
 use isolane_edge::websocket::{self, Ends, Role, Side, Whole};
 
-use crate::observer::SocketTally;
-use crate::socket::{CloseFrame, SocketEnd, SocketMessage};
+use isolane_engine::{CloseFrame, SocketEnd, SocketMessage, SocketTally};
 
 /// Runs the socket over `io` until either side closes.
-pub(super) async fn run<S>(io: S, end: SocketEnd, tally: Option<Box<dyn SocketTally>>)
+pub(crate) async fn run<S>(io: S, end: SocketEnd, tally: Option<Box<dyn SocketTally>>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {

@@ -1,6 +1,6 @@
 //! A cache file whose bytes are checked before anything reads them: the
-//! startup snapshot's (`snapshot/cache.rs`) and the modules' V8 code caches
-//! (`code_cache.rs`). V8 aborts the process on a snapshot it cannot read,
+//! engine's startup snapshot (`isolane_engine`'s `snapshot/cache.rs`) and
+//! the modules' V8 code caches (its `code_cache.rs`). V8 aborts the process on a snapshot it cannot read,
 //! and a code cache is trusted as far as V8's own sanity check goes, so no
 //! byte of a file reaches V8 unless all of this checks out.
 //!
@@ -29,20 +29,20 @@ const SUFFIX: &str = ".bin";
 /// One kind of cache file: its magic, the prefix of its file names, and
 /// what it holds (for messages).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Kind {
-    pub(crate) magic: &'static [u8; 8],
-    pub(crate) prefix: &'static str,
-    pub(crate) what: &'static str,
+pub struct Kind {
+    pub magic: &'static [u8; 8],
+    pub prefix: &'static str,
+    pub what: &'static str,
 }
 
 /// What a blob depends on, hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Key(pub(crate) [u8; 32]);
+pub struct Key(pub [u8; 32]);
 
 impl Key {
     /// The SHA-256 of the file format and `fields`, each length-prefixed
     /// (so no two inputs hash alike by moving bytes between fields).
-    pub(crate) fn of<'a>(fields: impl IntoIterator<Item = &'a [u8]>) -> Key {
+    pub fn of<'a>(fields: impl IntoIterator<Item = &'a [u8]>) -> Key {
         let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
         let mut field = |bytes: &[u8]| {
             digest.update(&(bytes.len() as u64).to_le_bytes());
@@ -58,7 +58,7 @@ impl Key {
     }
 
     /// `<prefix><first 16 bytes in hex>.bin`.
-    pub(crate) fn file_name(&self, kind: &Kind) -> String {
+    pub fn file_name(&self, kind: &Kind) -> String {
         let hex: String = self.0[..16].iter().map(|b| format!("{b:02x}")).collect();
         format!("{}{hex}{SUFFIX}", kind.prefix)
     }
@@ -66,7 +66,7 @@ impl Key {
 
 /// Why a cache file was not used or not written.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CacheError {
+pub enum CacheError {
     #[error("reading {path}: {source}")]
     Read {
         path: PathBuf,
@@ -89,7 +89,7 @@ pub(crate) enum CacheError {
 
 impl CacheError {
     /// A bounded label for logs.
-    pub(crate) fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Self::Read { .. } => "read",
             Self::Invalid { reason, .. } => reason,
@@ -100,7 +100,7 @@ impl CacheError {
 
 /// The blob of `kind` cached under `key` in `dir`: `Ok(None)` when there
 /// is no file, an error when there is one that does not check out.
-pub(crate) fn load(dir: &Path, kind: &Kind, key: &Key) -> Result<Option<Vec<u8>>, CacheError> {
+pub fn load(dir: &Path, kind: &Kind, key: &Key) -> Result<Option<Vec<u8>>, CacheError> {
     let path = dir.join(key.file_name(kind));
     let mut bytes = match fs::read(&path) {
         Ok(bytes) => bytes,
@@ -146,7 +146,7 @@ fn check(bytes: &[u8], kind: &Kind, key: &Key) -> Result<(), &'static str> {
 
 /// Writes `blob` of `kind` under `key` in `dir` (made if missing): a
 /// temporary file, synced, renamed into place.
-pub(crate) fn store(dir: &Path, kind: &Kind, key: &Key, blob: &[u8]) -> Result<(), CacheError> {
+pub fn store(dir: &Path, kind: &Kind, key: &Key, blob: &[u8]) -> Result<(), CacheError> {
     let path = dir.join(key.file_name(kind));
     let write_error = |source| CacheError::Write {
         path: path.clone(),
@@ -178,7 +178,7 @@ pub(crate) fn store(dir: &Path, kind: &Kind, key: &Key, blob: &[u8]) -> Result<(
 
 /// Removes the files of `kind` in `dir` but `keep` (best effort: another
 /// process may be doing the same).
-pub(crate) fn remove_others(dir: &Path, kind: &Kind, keep: &Key) {
+pub fn remove_others(dir: &Path, kind: &Kind, keep: &Key) {
     let keep = keep.file_name(kind);
     for (path, name, _, _) in files(dir, kind) {
         if name != keep {
@@ -189,7 +189,7 @@ pub(crate) fn remove_others(dir: &Path, kind: &Kind, keep: &Key) {
 
 /// Removes the oldest-written files of `kind` in `dir` until those left
 /// hold at most `max_bytes` (best effort).
-pub(crate) fn trim(dir: &Path, kind: &Kind, max_bytes: u64) {
+pub fn trim(dir: &Path, kind: &Kind, max_bytes: u64) {
     let mut files = files(dir, kind);
     let mut total: u64 = files.iter().map(|(_, _, len, _)| len).sum();
     files.sort_by_key(|(_, _, _, written)| *written);

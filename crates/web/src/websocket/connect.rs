@@ -2,17 +2,17 @@
 //! and `new WebSocket(url)` (js/26_websocket.js builds the second on the
 //! first, as workerd does) send their handshake here.
 //!
-//! It takes `fetch`'s own path (`host/outbound.rs`): one of the request's
+//! It takes `fetch`'s own path (the core's `host/outbound.rs`, `api::fetch`): one of the request's
 //! subrequests, the Worker's `egress.allowedHosts`, IP literals checked
 //! against the egress policy and every resolved name through the policy's
 //! resolver, rustls — on the thread's HTTP/1.1-only variant of the same
-//! client (`egress::Versions::Http1`), since a connection that upgrades
+//! client (`isolane_egress::Versions::Http1`), since a connection that upgrades
 //! cannot be an HTTP/2 one. A handshake is one hop: a redirect is answered
 //! as it is. The `101` (its `Sec-WebSocket-Accept` checked) is taken with
-//! `hyper::upgrade::on`, and the socket is an [`Entry`](super::socket) like
+//! `hyper::upgrade::on`, and the socket is an [`Entry`](super::Entry) like
 //! an accepted one — the same queues, memory charge, idle timeout and count
 //! of the Worker's sockets (its place is taken before connecting) — whose
-//! far end is the engine's own client (`host/ws_client.rs`).
+//! far end is the engine's own client (`websocket/client.rs`).
 
 use std::rc::{Rc, Weak};
 
@@ -21,15 +21,18 @@ use hyper_util::rt::TokioIo;
 use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
-use super::error::HostError;
-use super::error::too_many;
-use super::outbound::{HEADERS_TIMEOUT, check_hop, connection_headers, failure};
-use super::socket::{open_entry, sockets};
-use super::socket_count::{self, Refused, Slot};
-use super::state::FetchHead;
-use super::{HostState, IsolateTurns, Settlement, begin_op, header_map};
-use crate::body::Body;
-use crate::unit::Unit;
+use isolane_engine::Body;
+use isolane_engine::api::fetch::{
+    FetchHead, HOPS_HEADER, check_hop, connection_headers, send_upgrade,
+};
+use isolane_engine::api::headers::header_map;
+use isolane_engine::api::net::{Refused, Slot};
+use isolane_engine::api::service::CallOutbound;
+use isolane_engine::api::{
+    HostError, HostState, IsolateTurns, Settlement, Unit, begin_op, too_many,
+};
+
+use super::{open_entry, sockets};
 
 /// Headers of the handshake the engine writes itself (RFC 6455 §4.1),
 /// whatever the Worker put in its request. Extensions are not offered
@@ -42,15 +45,15 @@ const HANDSHAKE_HEADERS: [HeaderName; 4] = [
 ];
 
 /// Outbound WebSockets: `new WebSocket(url)` and `fetch` with `Upgrade:
-/// websocket` (their JavaScript is the WebSocket unit's, `socket.rs`).
-pub(super) fn unit() -> Unit {
+/// websocket` (their JavaScript is the WebSocket unit's, `websocket.rs`).
+pub(crate) fn unit() -> Unit {
     Unit::new("websocket_connect").function("webSocketConnect", web_socket_connect)
 }
 
 host_fn! {
 /// `webSocketConnect(url, headers)` → Promise of a fetch's answer, with
 /// `webSocket` the id of the new socket when the server answered `101`.
-pub(super) fn web_socket_connect<'s>(
+fn web_socket_connect<'s>(
     scope,
     host: Rc<HostState>,
     url: String,
@@ -66,7 +69,7 @@ pub(super) fn web_socket_connect<'s>(
     };
     let resolver = v8::Global::new(scope, resolver);
     let op = host.add_op(ctx, resolver);
-    let me = host.me.clone();
+    let me = host.turns();
     let task = tokio::task::spawn_local(async move {
         let settlement = connect(&me, ctx, request, key, slot).await;
         if let Some(isolate) = me.upgrade() {
@@ -105,11 +108,10 @@ fn prepare(
         return Err("WebSocket: a socket can only be opened while handling a request".to_owned());
     }
     no_outbound(host, ctx, &url)?;
-    let limit = host.worker.get().map_or(0, |w| w.limits.subrequests);
+    let limit = host.worker().map_or(0, |w| w.limits.subrequests);
     host.take_subrequest(ctx, limit).map_err(too_many)?;
     check_hop(host, &url)?;
-    let config = host.thread.config.websocket;
-    let slot = match socket_count::open(host.worker_id(), None, &config) {
+    let slot = match host.socket_slot() {
         Ok(slot) => slot,
         Err(Refused::Worker { limit } | Refused::Client { limit }) => {
             return Err(format!(
@@ -131,7 +133,7 @@ fn prepare(
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
     headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
     headers.insert(
-        HeaderName::from_static(crate::HOPS_HEADER),
+        HeaderName::from_static(HOPS_HEADER),
         HeaderValue::from(host.outbound_hops(ctx)),
     );
     let mut request = http::Request::new(Body::empty());
@@ -150,9 +152,15 @@ async fn connect(
     slot: Slot,
 ) -> Settlement {
     let url = request.uri().to_string();
-    let mut response = match send(me, request).await {
+    let Some(sent) = me
+        .upgrade()
+        .map(|isolate| send_upgrade(isolate.host(), request))
+    else {
+        return Settlement::Undefined;
+    };
+    let mut response = match sent.await {
         Ok(response) => response,
-        Err(settlement) => return settlement,
+        Err(message) => return Settlement::TypeError(message),
     };
     if response.status() != http::StatusCode::SWITCHING_PROTOCOLS {
         let Some(isolate) = me.upgrade() else {
@@ -179,35 +187,11 @@ async fn connect(
         return Settlement::Undefined;
     }
     let (id, end) = open_entry(host, sockets, ctx, slot);
-    let thread = &host.thread;
-    let tally = thread.observer.outbound_socket_opened(thread.index);
-    tokio::task::spawn_local(super::ws_client::run(TokioIo::new(upgraded), end, tally));
-    let head = FetchHead::new(host, ctx, response.map(|_| Body::empty()), url);
-    Settlement::Fetch(FetchHead {
-        web_socket: id,
-        ..head
-    })
-}
-
-/// Sends the handshake on the thread's HTTP/1.1 client, within the time a
-/// fetch's hop has for its response head.
-async fn send(
-    me: &Weak<dyn IsolateTurns>,
-    request: http::Request<Body>,
-) -> Result<http::Response<hyper::body::Incoming>, Settlement> {
-    let Some(thread) = me.upgrade().map(|i| i.host().thread.clone()) else {
-        return Err(Settlement::Undefined);
-    };
-    let host_name = request.uri().host().unwrap_or("").to_owned();
-    let sent = tokio::time::timeout(HEADERS_TIMEOUT, thread.upgrade_client.request(request)).await;
-    match sent {
-        Err(_) => Err(Settlement::TypeError(format!(
-            "WebSocket failed: no response from {host_name} within {} s",
-            HEADERS_TIMEOUT.as_secs()
-        ))),
-        Ok(Err(error)) => Err(Settlement::TypeError(failure(&thread, &error))),
-        Ok(Ok(response)) => Ok(response),
-    }
+    let tally = host.observer().outbound_socket_opened(host.thread_index());
+    tokio::task::spawn_local(super::client::run(TokioIo::new(upgraded), end, tally));
+    let mut head = FetchHead::new(host, ctx, response.map(|_| Body::empty()), url);
+    head.web_socket = id;
+    Settlement::Fetch(head)
 }
 
 /// The server's `101` must prove it read this handshake (RFC 6455 §4.1):
@@ -235,7 +219,7 @@ fn check_accept(headers: &http::HeaderMap, key: &str) -> Result<(), String> {
 /// which takes its `fetch()` calls only.
 fn no_outbound(host: &HostState, ctx: u32, url: &url::Url) -> Result<(), String> {
     match host.call_outbound(ctx) {
-        Some(_) => Err(crate::service_call::CallOutbound::refusal(
+        Some(_) => Err(CallOutbound::refusal(
             "WebSocket",
             url.host_str().unwrap_or(""),
         )),

@@ -1,6 +1,9 @@
 //! The `websocket` unit: `WebSocketPair`, `WebSocket` and the `101`
 //! response that hands a pair's client end to the front end
-//! (js/26_websocket.js), and the host side of that hand-over.
+//! (js/26_websocket.js), and the host side of that hand-over. What the
+//! front end and the thread share of a socket (its messages, its end, its
+//! limits, `IsolateTurns::socket_event`) and the count of the Worker's
+//! sockets on its thread (shared with `connect()`) are the core's.
 //!
 //! One socket is one [`Entry`] in the isolate's [`Sockets`], owned by the
 //! request whose response carried it: that request stays open (a hold on
@@ -11,12 +14,12 @@
 //! ([`pump`]); each runs as one turn with the request's CPU and wall budget
 //! topped up (`IsolateTurns::socket_event`), as Cloudflare tops up per event.
 //!
-//! An outbound socket (`host/ws_connect.rs`) is an [`Entry`] too, made by
+//! An outbound socket (`websocket/connect.rs`) is an [`Entry`] too, made by
 //! [`open_entry`] like an accepted one; its peer is a server, reached by the
-//! engine's own client (`host/ws_client.rs`) instead of the front end.
+//! engine's own client (`websocket/client.rs`) instead of the front end.
 //!
 //! A Durable Object's hibernatable socket (`ctx.acceptWebSocket`,
-//! `host/ws_object.rs`) is an [`Entry`] owned by its object instead of a
+//! `websocket/hibernation.rs`) is an [`Entry`] owned by its object instead of a
 //! request: no request is held open for it, and its messages go to the
 //! object as events of their own (`ObjectSocketEvent`), so the object may be
 //! evicted from the heap while the socket stays open here.
@@ -28,15 +31,22 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::error::{HostError, HostResult};
-use super::id_map::IdMap;
-use super::socket_count::{self, Refused, Slot};
-use super::{HostState, IsolateTurns, lenient_header_map, value_string, view_bytes};
-use crate::outcome::ExecuteError;
-use crate::socket::{CloseFrame, SocketEnd, SocketMessage, WebSocketUpgrade};
-use crate::unit::{RequestResources, Unit};
+use isolane_engine::api::headers::lenient_header_map;
+use isolane_engine::api::net::{Refused, Slot};
+use isolane_engine::api::object::take_passed;
+use isolane_engine::api::{
+    HostError, HostResult, HostState, IdMap, IsolateTurns, RequestResources, Unit, value_string,
+    view_bytes,
+};
+use isolane_engine::{
+    Body, CloseFrame, ExecuteError, SocketEnd, SocketMessage, WebSocketConfig, WebSocketUpgrade,
+};
 
-pub(super) fn unit() -> Unit {
+pub(crate) mod client;
+pub(crate) mod connect;
+pub mod hibernation;
+
+pub(crate) fn unit() -> Unit {
     Unit::new("websocket")
         .js(&["26_websocket.js"])
         .function("webSocketRespond", web_socket_respond)
@@ -49,7 +59,7 @@ pub(super) fn unit() -> Unit {
 }
 
 /// Who keeps a socket instead of the request whose `101` carried it: a
-/// Durable Object that accepted it for hibernation (`host/ws_object.rs`).
+/// Durable Object that accepted it for hibernation (`websocket/hibernation.rs`).
 /// The WebSocket unit knows its keepers only through this trait, and the
 /// unit of the keepers registers itself with [`set_hibernation`].
 pub(crate) trait SocketKeeper {
@@ -101,7 +111,7 @@ pub(crate) mod code {
 }
 
 /// One open socket, seen from the Worker.
-pub(super) struct Entry {
+pub(crate) struct Entry {
     /// The request that holds it open; 0 for an object's hibernatable one.
     ctx: u32,
     /// To the front end; dropped (the channel ends) when the socket is
@@ -121,7 +131,7 @@ pub(super) struct Entry {
     accepted: Rc<tokio::sync::Notify>,
     /// Who keeps it instead of a request: the Durable Object that accepted
     /// it with `acceptWebSocket` ([`SocketKeeper`]).
-    pub(super) keeper: Option<Rc<dyn SocketKeeper>>,
+    pub(crate) keeper: Option<Rc<dyn SocketKeeper>>,
     /// Its place in the Worker's and its client's counts.
     _slot: Slot,
 }
@@ -129,23 +139,19 @@ pub(super) struct Entry {
 /// The isolate's open sockets (the unit's state).
 #[derive(Default)]
 pub(crate) struct Sockets {
-    pub(super) open: RefCell<IdMap<Entry>>,
+    pub(crate) open: RefCell<IdMap<Entry>>,
     next: Cell<u32>,
-    /// Sockets a Durable Object on another thread answered a forwarded
-    /// `stub.fetch` with (`101`), by id, with the request that holds them
-    /// until its Worker returns them (`webSocketPass`).
-    passed: RefCell<IdMap<(u32, SocketEnd)>>,
 }
 
 impl Sockets {
-    pub(super) fn insert(&self, entry: Entry) -> u32 {
+    pub(crate) fn insert(&self, entry: Entry) -> u32 {
         let id = self.next.get().wrapping_add(1).max(1);
         self.next.set(id);
         self.open.borrow_mut().insert(id, entry);
         id
     }
 
-    pub(super) fn out(&self, id: u32) -> Option<(mpsc::Sender<SocketMessage>, bool)> {
+    pub(crate) fn out(&self, id: u32) -> Option<(mpsc::Sender<SocketMessage>, bool)> {
         let open = self.open.borrow();
         let entry = open.get(&id)?;
         entry.active.set(Instant::now());
@@ -161,7 +167,7 @@ impl Sockets {
 
     /// The peer closed socket `id`: true when it stays half open for the Worker's `close()`;
     /// else it goes, answered first with the peer's frame when `auto` (the compat flag).
-    pub(super) fn peer_closed(&self, id: u32, frame: &Option<CloseFrame>, auto: bool) -> bool {
+    pub(crate) fn peer_closed(&self, id: u32, frame: &Option<CloseFrame>, auto: bool) -> bool {
         let open = self.open.borrow();
         let Some(entry) = open.get(&id) else {
             return false;
@@ -183,25 +189,25 @@ impl Sockets {
         open.get(&id).is_some_and(|e| e.peer_closed.get())
     }
 
-    pub(super) fn idle_since(&self, id: u32) -> Option<Instant> {
+    pub(crate) fn idle_since(&self, id: u32) -> Option<Instant> {
         self.open.borrow().get(&id).map(|e| e.active.get())
     }
 
-    pub(super) fn set_pump(&self, id: u32, task: AbortHandle) {
+    pub(crate) fn set_pump(&self, id: u32, task: AbortHandle) {
         if let Some(entry) = self.open.borrow_mut().get_mut(&id) {
             entry.pump = Some(task);
         }
     }
 
     /// Marks socket `id` active now (a message crossed).
-    pub(super) fn touch(&self, id: u32) {
+    pub(crate) fn touch(&self, id: u32) {
         if let Some(entry) = self.open.borrow().get(&id) {
             entry.active.set(Instant::now());
         }
     }
 
     /// Forgets socket `id` (it closed or broke); its count goes.
-    pub(super) fn take(&self, id: u32) -> Option<Entry> {
+    pub(crate) fn take(&self, id: u32) -> Option<Entry> {
         self.open.borrow_mut().remove(&id)
     }
 
@@ -209,9 +215,6 @@ impl Sockets {
     /// ended, so its sockets end too — the front end sees the channel end
     /// without a close frame and closes the client with 1011.
     pub(crate) fn drop_for(&self, ctx: Option<u32>) {
-        self.passed
-            .borrow_mut()
-            .retain(|_, (owner, _)| ctx.is_some_and(|c| c != *owner));
         let gone: Vec<Entry> = {
             let mut open = self.open.borrow_mut();
             let ids: Vec<u32> = open
@@ -229,7 +232,7 @@ impl Sockets {
     }
 }
 
-pub(super) fn sockets(host: &HostState) -> HostResult<&Sockets> {
+pub(crate) fn sockets(host: &HostState) -> HostResult<&Sockets> {
     host.state::<Sockets>()
         .ok_or_else(|| HostError::type_error("WebSockets are not available"))
 }
@@ -247,7 +250,6 @@ fn web_socket_respond<'s>(
     headers: v8::Local<'s, v8::Value>,
     hibernation: v8::Local<'s, v8::Value>,
 ) -> HostResult<f64> {
-    let config = host.thread.config.websocket;
     let sockets = sockets(&host)?;
     if !host.request_live(ctx) {
         return Err(HostError::type_error("The request has already ended."));
@@ -263,15 +265,15 @@ fn web_socket_respond<'s>(
     };
     let worker = host.worker_id();
     let client = host.client(ctx);
-    let slot = match socket_count::open(worker, client.as_ref(), &config) {
+    let slot = match host.client_socket_slot(client.as_ref()) {
         Ok(slot) => slot,
         Err(Refused::Worker { limit }) => {
-            tracing::warn!(worker.id = %worker, thread = host.thread.index, limit, "too many WebSockets");
-            host.fail_request(ctx, ExecuteError::Overloaded { thread: host.thread.index });
+            tracing::warn!(worker.id = %worker, thread = host.thread_index(), limit, "too many WebSockets");
+            host.fail_request(ctx, ExecuteError::Overloaded { thread: host.thread_index() });
             return Ok(0.0);
         }
         Err(Refused::Client { limit }) => {
-            tracing::debug!(worker.id = %worker, thread = host.thread.index, limit, client = ?client, "too many WebSockets of one client");
+            tracing::debug!(worker.id = %worker, thread = host.thread_index(), limit, client = ?client, "too many WebSockets of one client");
             host.fail_request(ctx, ExecuteError::ClientWebSockets { limit });
             return Ok(0.0);
         }
@@ -281,33 +283,13 @@ fn web_socket_respond<'s>(
         (Some(keeper), Some(hibernation)) => hibernation.open(&host, sockets, slot, keeper),
         _ => open_entry(&host, sockets, ctx, slot),
     };
-    let mut response = http::Response::new(crate::Body::empty());
+    let mut response = http::Response::new(Body::empty());
     *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
     *response.headers_mut() = headers;
     response.extensions_mut().insert(WebSocketUpgrade::new(end));
     host.send_head(ctx, response);
     Ok(f64::from(id))
 }
-}
-
-/// The socket a forwarded `stub.fetch` was answered with (a `101` from the
-/// object's home thread, `host/object_forward.rs`), kept for request `ctx`
-/// until its Worker returns it (`webSocketPass`): its id, 0 for none.
-pub(super) fn pass_in<B>(host: &HostState, ctx: u32, response: &http::Response<B>) -> u32 {
-    if response.status() != http::StatusCode::SWITCHING_PROTOCOLS {
-        return 0;
-    }
-    let end = response
-        .extensions()
-        .get::<WebSocketUpgrade>()
-        .and_then(WebSocketUpgrade::take);
-    let (Some(end), Some(sockets)) = (end, host.state::<Sockets>()) else {
-        return 0;
-    };
-    let id = sockets.next.get().wrapping_add(1).max(1);
-    sockets.next.set(id);
-    sockets.passed.borrow_mut().insert(id, (ctx, end));
-    id
 }
 
 host_fn! {
@@ -322,11 +304,11 @@ fn web_socket_pass<'s>(
     id: u32,
     headers: v8::Local<'s, v8::Value>,
 ) -> HostResult<()> {
-    let sockets = sockets(&host)?;
-    let Some((_, end)) = sockets.passed.borrow_mut().remove(&id) else {
+    sockets(&host)?;
+    let Some(end) = take_passed(&host, id) else {
         return Err(HostError::type_error("This WebSocket was already handed over."));
     };
-    let mut response = http::Response::new(crate::Body::empty());
+    let mut response = http::Response::new(Body::empty());
     *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
     *response.headers_mut() = lenient_header_map(scope, headers);
     response.extensions_mut().insert(WebSocketUpgrade::new(end));
@@ -339,26 +321,26 @@ fn web_socket_pass<'s>(
 /// [`Entry`] (the request held open until it closes, the peer's messages
 /// delivered one turn each by [`pump`]) and the peer's end of its channels,
 /// for the front end (an accepted socket) or the engine's own client
-/// (`host/ws_client.rs`, an outbound one).
-pub(super) fn open_entry(
+/// (`websocket/client.rs`, an outbound one).
+pub(crate) fn open_entry(
     host: &HostState,
     sockets: &Sockets,
     ctx: u32,
     slot: Slot,
 ) -> (u32, SocketEnd) {
-    let config = host.thread.config.websocket;
+    let config = host.websocket_config();
     let (entry, queue, end) = new_entry(config, ctx, slot, None);
     let id = sockets.insert(entry);
     host.hold(ctx);
-    let task = tokio::task::spawn_local(pump(host.me.clone(), ctx, id, queue, config.idle_timeout));
+    let task = tokio::task::spawn_local(pump(host.turns(), ctx, id, queue, config.idle_timeout));
     sockets.set_pump(id, task.abort_handle());
     (id, end)
 }
 
 /// A new [`Entry`] of request `ctx` (0: of `object`), the client's end of
 /// its queue and its accept gate, and the peer's end of its channels.
-pub(super) fn new_entry(
-    config: crate::socket::WebSocketConfig,
+pub(crate) fn new_entry(
+    config: WebSocketConfig,
     ctx: u32,
     slot: Slot,
     keeper: Option<Rc<dyn SocketKeeper>>,
@@ -389,7 +371,7 @@ pub(super) fn new_entry(
 
 /// The client's messages to a socket and the gate its pump waits on until
 /// the Worker accepts.
-pub(super) type ClientQueue = (mpsc::Receiver<SocketMessage>, Rc<tokio::sync::Notify>);
+pub(crate) type ClientQueue = (mpsc::Receiver<SocketMessage>, Rc<tokio::sync::Notify>);
 
 host_fn! {
 /// `webSocketAccepted(id, halfOpen)`: the Worker accepted its end (with
@@ -413,7 +395,7 @@ fn web_socket_send<'s>(
     data: v8::Local<'s, v8::Value>,
     text: bool,
 ) -> HostResult<()> {
-    let config = host.thread.config.websocket;
+    let config = host.websocket_config();
     let sockets = sockets(&host)?;
     let Some((out, closed)) = sockets.out(id) else {
         // Closed meanwhile (the client went away): dropped, as workerd does.
@@ -436,7 +418,7 @@ fn web_socket_send<'s>(
         }
         // Charged to the Worker's memory until the front end took it.
         // Over the limit the turn is being terminated.
-        match host.memory.charged_bytes(bytes) {
+        match host.memory().charged_bytes(bytes) {
             Ok(bytes) => SocketMessage::Binary(bytes),
             Err(_) => return Ok(()),
         }
@@ -451,7 +433,7 @@ fn web_socket_send<'s>(
             mpsc::error::TrySendError::Full(_) => "the client is not reading",
             mpsc::error::TrySendError::Closed(_) => "the client went away",
         };
-        tracing::debug!(worker.id = host.worker_id(), thread = host.thread.index, socket = id, reason, "WebSocket dropped");
+        tracing::debug!(worker.id = host.worker_id(), thread = host.thread_index(), socket = id, reason, "WebSocket dropped");
         drop_abnormally(&host, sockets, id, reason);
     }
     Ok(())
@@ -466,7 +448,7 @@ fn too_big(limit: usize) -> HostError {
 
 /// Ends socket `id` without a close handshake: the front end closes the
 /// client with 1011, the Worker hears `close` with 1006 in a turn of its own.
-pub(super) fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'static str) {
+pub(crate) fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reason: &'static str) {
     let Some(entry) = sockets.take(id) else {
         return;
     };
@@ -481,7 +463,7 @@ pub(super) fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reas
         return;
     }
     let ctx = entry.ctx;
-    let me = host.me.clone();
+    let me = host.turns();
     tokio::task::spawn_local(async move {
         if let Some(isolate) = me.upgrade() {
             isolate.socket_event(ctx, id, abnormal(reason));
@@ -490,7 +472,7 @@ pub(super) fn drop_abnormally(host: &HostState, sockets: &Sockets, id: u32, reas
     });
 }
 
-pub(super) fn abnormal(reason: &str) -> SocketMessage {
+pub(crate) fn abnormal(reason: &str) -> SocketMessage {
     SocketMessage::Close(Some(CloseFrame {
         code: code::ABNORMAL,
         reason: reason.to_owned(),
@@ -518,7 +500,7 @@ fn web_socket_close<'s>(_scope, host: Rc<HostState>, id: u32, code: u32, reason:
     } else if half_open && let Some(entry) = sockets.take(id) {
         // The reply to the peer's close: done once this turn is over (the
         // `waitUntil` work it hands on counts); its pump ends with the channel.
-        let (me, ctx) = (host.me.clone(), entry.ctx);
+        let (me, ctx) = (host.turns(), entry.ctx);
         tokio::task::spawn_local(async move {
             if let Some(isolate) = me.upgrade() {
                 isolate.host().release_hold(ctx);
@@ -587,7 +569,7 @@ fn received(
 
 /// A pump's side of a socket: the client's queue, the gate that holds it
 /// until the Worker accepts, the idle timeout.
-pub(super) struct Inbox {
+pub(crate) struct Inbox {
     me: Weak<dyn IsolateTurns>,
     id: u32,
     waiting: Option<Rc<tokio::sync::Notify>>,
@@ -596,7 +578,7 @@ pub(super) struct Inbox {
 }
 
 impl Inbox {
-    pub(super) fn new(
+    pub(crate) fn new(
         me: Weak<dyn IsolateTurns>,
         id: u32,
         queue: ClientQueue,
@@ -616,7 +598,7 @@ impl Inbox {
 
     /// The client's next message (or the close), with the isolate to take
     /// it; `None` once the isolate is gone.
-    pub(super) async fn next(&mut self) -> Option<(Rc<dyn IsolateTurns>, SocketMessage)> {
+    pub(crate) async fn next(&mut self) -> Option<(Rc<dyn IsolateTurns>, SocketMessage)> {
         loop {
             let next = next_message(&mut self.waiting, &mut self.from_client, self.idle).await;
             let isolate = self.me.upgrade()?;

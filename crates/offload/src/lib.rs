@@ -1,8 +1,9 @@
 //! [`Pool`]: who may run an expensive Web Crypto job next (RSA key
 //! generation, PBKDF2), shared out per namespace, then per Worker. Engine
-//! mechanics (the engine's cores shared fairly), so the core's: the jobs
-//! are `isolane-web`'s (`crypto/offload.rs`), which reaches the pool
-//! through the door (`api::offload`, `HostState::offload_pool`).
+//! mechanics (the engine's cores shared fairly), below the core: the
+//! engine makes one pool for all its threads, the jobs are `isolane-web`'s
+//! (`crypto/offload.rs`), which reaches the pool through the core's door
+//! (`api::offload`, `HostState::offload_pool`).
 //!
 //! Expected flow: a job asks [`Pool::admit`] with its [`Tenant`] and waits
 //! for a [`Permit`]; the permit is the job's slot and goes back when dropped
@@ -33,8 +34,8 @@ use tokio::sync::oneshot;
 /// Who a job is for: its Worker's namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tenant {
-    pub(crate) namespace: Arc<str>,
-    pub(crate) worker: Arc<str>,
+    pub namespace: Arc<str>,
+    pub worker: Arc<str>,
 }
 
 impl Tenant {
@@ -84,7 +85,7 @@ struct Namespace {
 impl Pool {
     /// A pool of `slots` (at least one), of which one namespace may hold
     /// `per_namespace` (at least one, at most `slots`).
-    pub(crate) fn new(slots: usize, per_namespace: usize) -> Self {
+    pub fn new(slots: usize, per_namespace: usize) -> Self {
         let slots = slots.max(1);
         Self {
             state: Arc::new(Mutex::new(State {
@@ -99,7 +100,7 @@ impl Pool {
 
     /// The engine's pool: one slot per core, at least two (so that a second
     /// namespace always has one), half of them for any one namespace.
-    pub(crate) fn for_cores() -> Self {
+    pub fn for_cores() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let slots = cores.max(2);
         Self::new(slots, slots / 2)

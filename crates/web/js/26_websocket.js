@@ -2,11 +2,11 @@
 // as workerd has them (src/workerd/api/web-socket.h). A pair's two ends talk
 // to each other in this isolate until the Worker answers a request with
 // `new Response(null, { status: 101, webSocket: client })`: then the server
-// end talks to the front end through the host (host/socket.rs), and the
+// end talks to the front end through the host (isolane-web's src/websocket.rs), and the
 // engine calls internal.webSocketEvent(id, kind, data, code, reason) for each
 // message from the client, one turn each. Outbound sockets: fetch with
 // `Upgrade: websocket` resolves to a 101 whose `webSocket` speaks through
-// the host the same way (host/ws_connect.rs), and `new WebSocket(url)` is
+// the host the same way (src/websocket/connect.rs), and `new WebSocket(url)` is
 // built on that handshake, as in workerd.
 'use strict';
 
@@ -417,7 +417,7 @@ class WebSocket extends EventTarget {
       if (kind === 2) return void ws.#peerClose();
       return kind === 1 ? data.buffer : data;
     };
-    // The `webSocket` of a fetch's 101 (host/ws_connect.rs): open, to be
+    // The `webSocket` of a fetch's 101 (src/websocket/connect.rs): open, to be
     // accepted, speaking through host socket `id`.
     internal.outboundWebSocket = (id, url) => {
       const socket = new WebSocket(undefined, undefined, kCreate);
