@@ -10,21 +10,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use isolane_engine::{AlarmHost, AlarmRunner, EngineConfig, PoolMode, WorkerBundle};
+use isolane_engine::{AlarmHost, AlarmRunner, WorkerBundle};
 use isolane_storage::Store;
 
 use crate::support::*;
 
 fn alarm_engine(store: Store) -> isolane_engine::Engine {
-    engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        store: Some(store),
-        ..EngineConfig::default()
-    })
-    .0
+    store_engine(store).0
 }
 
 /// Workers by id, all on thread 0.

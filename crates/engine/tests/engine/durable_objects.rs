@@ -10,21 +10,13 @@
 
 use std::sync::Arc;
 
-use isolane_engine::{EngineConfig, ExecuteError, PoolMode, WorkerBundle};
+use isolane_engine::{ExecuteError, WorkerBundle};
 use isolane_storage::Store;
 
 use crate::support::*;
 
 pub(crate) fn do_engine(store: Store) -> isolane_engine::Engine {
-    engine_with(EngineConfig {
-        threads: 1,
-        pin_threads: false,
-        pool_mode: PoolMode::Pinned,
-        spare_isolates: 1,
-        store: Some(store),
-        ..EngineConfig::default()
-    })
-    .0
+    store_engine(store).0
 }
 
 pub(crate) fn do_bundle(

@@ -309,7 +309,7 @@ export default {
 #[tokio::test]
 async fn a_worker_filling_its_namespace_meets_the_quota_and_its_neighbour_does_not() {
     let dir = tempfile::tempdir().unwrap();
-    let (engine, _) = kv_engine_on(
+    let (engine, _) = store_engine(
         Store::open_sqlite(dir.path())
             .unwrap()
             .with_namespace_quota(1 << 20),
@@ -409,7 +409,7 @@ async fn a_get_of_an_array_of_keys_is_a_bulk_read() {
 #[tokio::test]
 async fn a_refused_list_names_the_list() {
     let dir = tempfile::tempdir().unwrap();
-    let (engine, _) = kv_engine_on(
+    let (engine, _) = store_engine(
         Store::open_sqlite(dir.path())
             .unwrap()
             .with_namespace_ops(1),

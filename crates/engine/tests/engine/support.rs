@@ -322,11 +322,12 @@ impl isolane_engine::WorkerLookup for Served {
 
 /// One pinned thread with one spare isolate, KV on a SQLite store in `dir`.
 pub fn kv_engine(dir: &std::path::Path) -> (isolane_engine::Engine, Arc<Recorder>) {
-    kv_engine_on(isolane_storage::Store::open_sqlite(dir).unwrap())
+    store_engine(isolane_storage::Store::open_sqlite(dir).unwrap())
 }
 
-/// One pinned thread with one spare isolate, KV on `store`.
-pub fn kv_engine_on(store: isolane_storage::Store) -> (isolane_engine::Engine, Arc<Recorder>) {
+/// One pinned thread with one spare isolate, KV and Durable Objects on
+/// `store`.
+pub fn store_engine(store: isolane_storage::Store) -> (isolane_engine::Engine, Arc<Recorder>) {
     engine_with(EngineConfig {
         threads: 1,
         pin_threads: false,
