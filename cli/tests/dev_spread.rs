@@ -82,12 +82,23 @@ impl Connection {
 
     /// The one isolate that answered `n` requests on this connection.
     async fn isolate_of(&mut self, n: usize) -> String {
+        self.one_isolate(n).await.unwrap()
+    }
+
+    /// The one isolate that answered `n` requests on this connection, or
+    /// the isolates that did when there were several: a request read on
+    /// another thread runs at home while its Worker counts as running long
+    /// turns (250 ms after one), and a cold turn of a debug build on a
+    /// loaded machine can be long.
+    async fn one_isolate(&mut self, n: usize) -> Result<String, String> {
         let mut seen = BTreeSet::new();
         for _ in 0..n {
             seen.insert(self.isolate().await);
         }
-        assert_eq!(seen.len(), 1, "one connection, several isolates: {seen:?}");
-        seen.pop_first().unwrap()
+        match seen.len() {
+            1 => seen.pop_first().ok_or_else(|| "no answer".to_owned()),
+            _ => Err(format!("one connection, several isolates: {seen:?}")),
+        }
     }
 }
 
@@ -156,7 +167,7 @@ async fn a_busy_worker_s_connections_spread_over_the_engine_threads() {
             }
             let mut isolates = Vec::new();
             for connection in &mut more {
-                isolates.push(connection.isolate_of(10).await);
+                isolates.push(connection.one_isolate(10).await?);
             }
             spread(home_ref, &isolates).map(|()| more)
         },
@@ -174,7 +185,7 @@ async fn a_busy_worker_s_connections_spread_over_the_engine_threads() {
         DEADLINE,
         move || async move {
             let mut again = Connection::open(port).await;
-            again.isolate_of(3).await == *home
+            again.one_isolate(3).await.is_ok_and(|id| id == *home)
         },
     )
     .await;

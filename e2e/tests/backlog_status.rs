@@ -37,6 +37,8 @@ const SETTLE: Duration = Duration::from_secs(90);
 const SHOP: &str = r"
 import { WorkflowEntrypoint } from 'cloudflare:workers';
 
+const DELAY = 20;
+
 export class Order extends WorkflowEntrypoint {
   async run(event, step) {
     await step.waitForEvent('go', { type: 'go', timeout: '1 hour' });
@@ -52,7 +54,7 @@ export default {
       case '/send': {
         const messages = [];
         for (let i = 0; i < Number(q('n')); i++) messages.push({ body: i });
-        await env.JOBS.sendBatch(messages, { delaySeconds: 20 });
+        await env.JOBS.sendBatch(messages, { delaySeconds: DELAY });
         return new Response('sent');
       }
       case '/create':
@@ -163,11 +165,11 @@ async fn the_consumer_worker_shows_its_backlog_and_its_workflow_instances() {
     assert_eq!(get(&ingress, host_a, "/send?n=5").await, "sent");
     // The other namespace's queue `jobs` (no consumer there) is not ours.
     assert_eq!(get(&ingress, host_b, "/send?n=7").await, "sent");
-    for id in ["o1", "o2", "o3"] {
-        assert_eq!(get(&ingress, host_a, &format!("/create?id={id}")).await, id);
-    }
-    let held = status_until(&api, "shop", "shop's backlog of 5 and 3 waiting", |s| {
-        s["queues"][0]["backlog"] == 5 && s["workflows"][0]["waiting"] == 3
+    // Seen before the instances are created: the messages are delivered
+    // DELAY after their send, and a loaded machine can take that long to
+    // create three instances.
+    let held = status_until(&api, "shop", "shop's backlog of 5", |s| {
+        s["queues"][0]["backlog"] == 5
     })
     .await;
     eprintln!("held: {held}");
@@ -179,6 +181,14 @@ async fn the_consumer_worker_shows_its_backlog_and_its_workflow_instances() {
         "{held}"
     );
     assert!(ready(&held), "the operator's own status is whole: {held}");
+    for id in ["o1", "o2", "o3"] {
+        assert_eq!(get(&ingress, host_a, &format!("/create?id={id}")).await, id);
+    }
+    let waiting = status_until(&api, "shop", "shop's 3 waiting instances", |s| {
+        s["workflows"][0]["waiting"] == 3
+    })
+    .await;
+    assert!(ready(&waiting), "{waiting}");
 
     for id in ["o1", "o2", "o3"] {
         assert_eq!(get(&ingress, host_a, &format!("/go?id={id}")).await, "sent");

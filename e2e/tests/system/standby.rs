@@ -6,6 +6,7 @@
 //! request spilled there first: `isolane_node_prewarms_total`). More busy
 //! requests send no more.
 
+use isolane_e2e::cluster::Node;
 use isolane_e2e::workers::inline_worker;
 use isolane_testenv::wait_until;
 
@@ -13,6 +14,43 @@ use super::{SETTLE, System, names, placement};
 
 const NAME: &str = "standby";
 const HOST: &str = "standby.test";
+
+/// The router's standby prewarms by outcome and the prewarms each node
+/// answered (`isolane_node_prewarms_total`, any result).
+#[derive(Debug, PartialEq)]
+struct Counts {
+    standby_ok: f64,
+    standby_failed: f64,
+    other: f64,
+    home: f64,
+}
+
+impl Counts {
+    async fn read(system: &System, other: &Node, home: &Node) -> Self {
+        let router = &system.cluster.router;
+        let standby = |outcome: &str| {
+            let labels = format!("outcome=\"{outcome}\"");
+            async move {
+                router
+                    .metric_sum("isolane_router_standby_prewarms_total", &labels)
+                    .await
+                    .unwrap_or(0.0)
+            }
+        };
+        Counts {
+            standby_ok: standby("ok").await,
+            standby_failed: standby("failed").await,
+            other: Self::prewarms(other).await,
+            home: Self::prewarms(home).await,
+        }
+    }
+
+    async fn prewarms(node: &Node) -> f64 {
+        node.metric_sum("isolane_node_prewarms_total", "")
+            .await
+            .unwrap_or(0.0)
+    }
+}
 
 async fn slow_pair(system: &System, count: usize) {
     let ingress = system.ingress();
@@ -44,28 +82,25 @@ async fn a_worker_first_busy_gets_one_standby_prewarm_on_its_other_node() {
     let nodes = &system.cluster.nodes;
     let other = nodes.iter().find(|n| n.name != primary).expect("two nodes");
     let home = nodes.iter().find(|n| n.name == primary).expect("its node");
-    let prewarms = |node: &'static str| async move {
-        let node = if node == "other" { other } else { home };
-        node.metric_sum("isolane_node_prewarms_total", "")
-            .await
-            .unwrap_or(0.0)
-    };
-    let router = &system.cluster.router;
-    let standbys = || async {
-        router
-            .metric_sum("isolane_router_standby_prewarms_total", "outcome=\"ok\"")
-            .await
-            .unwrap_or(0.0)
-    };
-    assert_eq!(standbys().await, 0.0, "a lone request sends none");
+    let none = Counts::read(&system, other, home).await;
+    assert_eq!(
+        none.standby_ok + none.standby_failed,
+        0.0,
+        "a lone request sends none: {none:?}"
+    );
 
     slow_pair(&system, 2).await;
-    wait_until("one standby prewarm answered", SETTLE, || async {
-        standbys().await == 1.0 && prewarms("other").await == 1.0
+    let one = wait_until("one standby prewarm answered", SETTLE, || async {
+        let now = Counts::read(&system, other, home).await;
+        if now.standby_ok == 1.0 && now.other == 1.0 {
+            Ok(now)
+        } else {
+            Err(format!("{now:?}"))
+        }
     })
     .await;
     slow_pair(&system, 3).await;
-    assert_eq!(standbys().await, 1.0, "once per Worker");
-    assert_eq!(prewarms("other").await, 1.0);
-    assert_eq!(prewarms("home").await, 0.0, "never its first choice");
+    let after = Counts::read(&system, other, home).await;
+    assert_eq!(after, one, "once per Worker, never to its first choice");
+    assert_eq!(after.home, 0.0, "never its first choice: {after:?}");
 }
