@@ -95,9 +95,9 @@ impl Connection {
         for _ in 0..n {
             seen.insert(self.isolate().await);
         }
-        match seen.len() {
-            1 => seen.pop_first().ok_or_else(|| "no answer".to_owned()),
-            _ => Err(format!("one connection, several isolates: {seen:?}")),
+        match Vec::from_iter(seen).as_slice() {
+            [only] => Ok(only.clone()),
+            seen => Err(format!("one connection, several isolates: {seen:?}")),
         }
     }
 }

@@ -15,10 +15,6 @@ use isolane_storage::Store;
 
 use crate::support::*;
 
-fn alarm_engine(store: Store) -> isolane_engine::Engine {
-    store_engine(store).0
-}
-
 /// Workers by id, all on thread 0.
 struct Hosted(HashMap<String, Arc<WorkerBundle>>);
 
@@ -144,7 +140,7 @@ async fn alarms_fire_once_retry_with_their_count_and_outlive_the_engine() {
     let worker = alarm_bundle("shop/pinger", PINGER);
     {
         let store = Store::open_sqlite(dir.path()).unwrap();
-        let engine = alarm_engine(store.clone());
+        let (engine, _) = store_engine(store.clone());
         // Kept and read back before any runner delivers anything.
         let (_, body) = run(&engine, 0, &worker, "/set?name=a&in=-1000").await;
         let set: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -211,7 +207,7 @@ async fn alarms_fire_once_retry_with_their_count_and_outlive_the_engine() {
     }
     // A new engine and loop (a restart) deliver what the first kept.
     let store = Store::open_sqlite(dir.path()).unwrap();
-    let engine = alarm_engine(store.clone());
+    let (engine, _) = store_engine(store.clone());
     let _loop = runner(&engine, &store, &[&worker]);
     let e = until(&engine, &worker, "e", |s| {
         s["fired"] == 1 && s["alarm"].is_null()
@@ -262,7 +258,7 @@ export default {
 async fn a_worker_hammering_alarms_leaves_its_neighbour_answering() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_sqlite(dir.path()).unwrap();
-    let engine = alarm_engine(store.clone());
+    let (engine, _) = store_engine(store.clone());
     let hammer = alarm_bundle("evil/hammer", HAMMER);
     let neighbour = bundle("good/hello", HELLO);
     // Before.
@@ -335,7 +331,7 @@ export default {
 async fn a_namespaces_alarm_backlog_leaves_anothers_alarm_on_time() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_sqlite(dir.path()).unwrap();
-    let engine = alarm_engine(store.clone());
+    let (engine, _) = store_engine(store.clone());
     let flood = alarm_bundle("evil/flood", FLOOD);
     let benign = alarm_bundle("good/pinger", PINGER);
     // Before: 200 overdue alarms, then the neighbour's, due after them.

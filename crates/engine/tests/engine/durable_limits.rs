@@ -12,7 +12,6 @@ use std::sync::Arc;
 use isolane_engine::{ExecuteError, WorkerBundle};
 use isolane_storage::{PostgresSettings, Store};
 
-use crate::durable_objects::do_engine;
 use crate::support::*;
 
 /// A Worker binding its own class `Counter` as `COUNTER`.
@@ -82,7 +81,7 @@ fn refused_with(result: Result<http::Response<isolane_engine::Body>, ExecuteErro
 /// stores, the full one still shrinks; a benign Worker of another
 /// namespace on the same thread counts before, during and after.
 async fn an_object_is_held_to_its_limit(store: Store) {
-    let engine = do_engine(
+    let (engine, _) = store_engine(
         store
             .with_namespace_quota(1 << 20)
             .with_object_quota(64 << 10),
@@ -157,7 +156,7 @@ export default {
 /// and after.
 async fn a_namespace_is_held_to_its_operations(store: Store) {
     const RATE: u32 = 200;
-    let engine = do_engine(store.with_namespace_ops(RATE));
+    let (engine, _) = store_engine(store.with_namespace_ops(RATE));
     let neighbour = do_bundle("calm/counter", COUNTER);
     let hammer = do_bundle("noisy/hammer", HAMMER);
     assert_eq!(run(&engine, 0, &neighbour, "/").await, (200, "1".into()));
@@ -244,7 +243,7 @@ export default {
 /// set nor delete the alarm (its write is refused and changes nothing), and
 /// its next call makes a fresh instance that can.
 async fn alarm_writes_are_fenced(store: Store) {
-    let engine = do_engine(store);
+    let (engine, _) = store_engine(store);
     let (old, new) = (
         do_bundle("shop/alarms", ALARMED),
         do_bundle("shop/alarms", ALARMED),

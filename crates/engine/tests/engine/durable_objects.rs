@@ -15,10 +15,6 @@ use isolane_storage::Store;
 
 use crate::support::*;
 
-pub(crate) fn do_engine(store: Store) -> isolane_engine::Engine {
-    store_engine(store).0
-}
-
 pub(crate) fn do_bundle(
     id: &str,
     script: &str,
@@ -74,7 +70,7 @@ async fn a_counter_hit_by_concurrent_requests_counts_exactly_and_outlives_the_en
     let dir = tempfile::tempdir().unwrap();
     let worker = do_bundle("shop/counter", COUNTER, Default::default());
     {
-        let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+        let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
         let requests: Vec<_> = (0..200)
             .map(|i| {
                 let engine = engine.clone();
@@ -102,7 +98,7 @@ async fn a_counter_hit_by_concurrent_requests_counts_exactly_and_outlives_the_en
         );
     }
     // A new engine (a restart) reads what the first one acknowledged.
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     assert_eq!(
         run(&engine, 0, &worker, "/inc?name=a").await,
         (200, "101".to_owned())
@@ -150,7 +146,7 @@ export default {{
 #[tokio::test]
 async fn ids_stubs_and_storage_behave_as_workerds() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     // (case, expected answer); cases from 100 on run in the Worker, the
     // others inside object `t`.
     let inside = [
@@ -251,7 +247,7 @@ async fn ids_stubs_and_storage_behave_as_workerds() {
 #[tokio::test]
 async fn a_binding_to_a_class_the_worker_does_not_export_fails_its_load() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     let worker = do_bundle(
         "shop/missing",
         "export default { fetch() { return new Response('x'); } };",
@@ -271,7 +267,7 @@ async fn a_binding_to_a_class_the_worker_does_not_export_fails_its_load() {
 #[tokio::test]
 async fn one_kubernetes_namespace_never_reaches_anothers_objects() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     let a = do_bundle("team-a/counter", COUNTER, Default::default());
     let b = do_bundle("team-b/counter", COUNTER, Default::default());
     for _ in 0..3 {
@@ -312,7 +308,7 @@ async fn a_worker_filling_its_storage_quota_is_refused_and_its_neighbour_keeps_c
     let store = Store::open_sqlite(dir.path())
         .unwrap()
         .with_namespace_quota(64 << 10);
-    let engine = do_engine(store);
+    let (engine, _) = store_engine(store);
     let neighbour = do_bundle("calm/counter", COUNTER, Default::default());
     let filler = do_bundle("greedy/filler", FILLER, Default::default());
     assert_eq!(
@@ -373,7 +369,7 @@ export default {
 #[tokio::test]
 async fn a_worker_hoarding_objects_is_held_to_its_own_memory_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     let neighbour = do_bundle("calm/counter", COUNTER, Default::default());
     // Each object call is one of the request's subrequests: room for the
     // ~320 objects of 100 KiB that reach 32 MiB, so the memory limit ends it.
@@ -413,7 +409,7 @@ async fn a_worker_hoarding_objects_is_held_to_its_own_memory_limit() {
 #[tokio::test]
 async fn two_workers_exporting_a_class_of_one_name_keep_their_objects_apart() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     let one = do_bundle("team-a/one", COUNTER, Default::default());
     let two = do_bundle("team-a/two", COUNTER, Default::default());
     for _ in 0..2 {
@@ -435,7 +431,7 @@ async fn two_workers_exporting_a_class_of_one_name_keep_their_objects_apart() {
 #[tokio::test]
 async fn an_answer_comes_after_its_writes_are_durable() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     let script = r#"
 export class Counter {
   constructor(state) { this.state = state; }

@@ -15,7 +15,6 @@ use isolane_engine::{ExecuteError, Limits, WorkerBundle};
 use isolane_storage::Store;
 
 use crate::durable_limits::postgres;
-use crate::durable_objects::do_engine;
 use crate::support::*;
 
 /// A Worker binding its own SQLite-backed class `Chat` as `CHAT`.
@@ -124,7 +123,7 @@ fn json(body: &str) -> serde_json::Value {
 
 /// The API's shapes and errors, one object of a fresh engine.
 async fn the_api_answers_as_cloudflares(store: Store) {
-    let engine = do_engine(store);
+    let (engine, _) = store_engine(store);
     let chat = chat_bundle("team-a/chat", Limits::default());
     let (status, body) = run(&engine, 0, &chat, "/shapes?name=api").await;
     assert_eq!(status, 200, "{body}");
@@ -184,7 +183,7 @@ async fn the_sql_api_answers_as_cloudflares_sqlite() {
 /// instance's write is refused and the object answers on from the store.
 async fn the_data_outlives_its_instance(store: Store) {
     let chat = chat_bundle("team-a/chat", Limits::default());
-    let first = do_engine(store.clone());
+    let (first, _) = store_engine(store.clone());
     for (who, body) in [("ann", "hi"), ("bob", "hello")] {
         let (status, answer) = run(&first, 0, &chat, &format!("/add?who={who}&body={body}")).await;
         assert_eq!(status, 200, "{answer}");
@@ -195,7 +194,7 @@ async fn the_data_outlives_its_instance(store: Store) {
     );
     // A second engine on the same store takes the object: the first
     // instance is stale now.
-    let second = do_engine(store);
+    let (second, _) = store_engine(store);
     let listed = run(&second, 0, &chat, "/list").await;
     assert_eq!(
         listed,
@@ -247,7 +246,7 @@ async fn sql_data_outlives_its_instance_and_a_stale_write_is_refused_postgres() 
 #[tokio::test]
 async fn a_class_without_sqlite_gets_cloudflares_error() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     let script = r#"
 export class Counter {
   constructor(state) { this.state = state; }
@@ -273,7 +272,7 @@ export default { fetch(request, env) { return env.COUNTER.getByName('a').fetch(r
 #[tokio::test]
 async fn a_hostile_query_ends_at_its_limits_and_its_neighbour_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = do_engine(Store::open_sqlite(dir.path()).unwrap());
+    let (engine, _) = store_engine(Store::open_sqlite(dir.path()).unwrap());
     let neighbour = bundle("calm/hello", HELLO);
     neighbour_ok(&engine, &neighbour).await;
     let spin = chat_bundle(
@@ -318,7 +317,7 @@ async fn a_hostile_query_ends_at_its_limits_and_its_neighbour_answers() {
 #[tokio::test]
 async fn sql_read_and_acknowledged_write_times_are_printed() {
     let (_server, store) = postgres().await;
-    let engine = do_engine(store);
+    let (engine, _) = store_engine(store);
     let chat = chat_bundle("team-a/timed", Limits::default());
     assert_eq!(run(&engine, 0, &chat, "/add?who=a&body=b").await.0, 200);
     let timed = |path: &'static str| {
