@@ -4,10 +4,14 @@
 //! (`FOR UPDATE`), so operations on one instance from several nodes run one
 //! at a time. Instances due are taken `FOR UPDATE SKIP LOCKED`; a runner on
 //! a cluster asks for one workflow's, fenced by the workflow's owner epoch
-//! (`workflow_owner`), as a queue's leases are.
+//! (`workflow_owner`), as a queue's leases are. An operation's statements
+//! (each on rows of one instance, by its key) are prepared once per
+//! connection (`prepare_cached`): one round trip each, not two. The claim
+//! of due instances is not: its plan depends on its values (one workflow or
+//! all of them), which a statement planned once for any would lose.
 
+use deadpool_postgres::Transaction;
 use serde_json::{Value, json};
-use tokio_postgres::Transaction;
 
 use super::Postgres;
 use crate::StoreError;
@@ -36,7 +40,10 @@ impl At<'_> {
 async fn status_of(tx: &Transaction<'_>, at: &At<'_>) -> Result<(String, bool), StoreError> {
     let row = tx
         .query_opt(
-            "SELECT status, paused FROM workflow_instance WHERE namespace = $1 AND workflow = $2 AND id = $3 FOR UPDATE",
+            &tx.prepare_cached(
+                "SELECT status, paused FROM workflow_instance WHERE namespace = $1 AND workflow = $2 AND id = $3 FOR UPDATE",
+            )
+            .await?,
             &at.keys(),
         )
         .await?
@@ -50,7 +57,10 @@ async fn status_of(tx: &Transaction<'_>, at: &At<'_>) -> Result<(String, bool), 
 async fn status_json(tx: &Transaction<'_>, at: &At<'_>) -> Result<Value, StoreError> {
     let row = tx
         .query_opt(
-            "SELECT status, paused, output, error FROM workflow_instance WHERE namespace = $1 AND workflow = $2 AND id = $3",
+            &tx.prepare_cached(
+                "SELECT status, paused, output, error FROM workflow_instance WHERE namespace = $1 AND workflow = $2 AND id = $3",
+            )
+            .await?,
             &at.keys(),
         )
         .await?
@@ -261,7 +271,10 @@ async fn fenced(tx: &Transaction<'_>, scope: &WorkflowScope, mine: i64) -> Resul
     // FOR SHARE: a take waits for the claim this check is part of.
     let current: i64 = match tx
         .query_opt(
-            "SELECT epoch FROM workflow_owner WHERE namespace = $1 AND workflow = $2 FOR SHARE",
+            &tx.prepare_cached(
+                "SELECT epoch FROM workflow_owner WHERE namespace = $1 AND workflow = $2 FOR SHARE",
+            )
+            .await?,
             &[&scope.namespace, &scope.workflow],
         )
         .await?
@@ -333,8 +346,11 @@ async fn create(
     }
     let inserted = tx
         .execute(
-            "INSERT INTO workflow_instance (namespace, workflow, id, worker, class, payload, created_at, status)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued') ON CONFLICT DO NOTHING",
+            &tx.prepare_cached(
+                "INSERT INTO workflow_instance (namespace, workflow, id, worker, class, payload, created_at, status)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued') ON CONFLICT DO NOTHING",
+            )
+            .await?,
             &[
                 &at.scope.namespace,
                 &at.scope.workflow,
@@ -365,9 +381,10 @@ async fn control(tx: &Transaction<'_>, at: &At<'_>, op: &WorkflowOp) -> Result<(
         WorkflowOp::Restart => {
             for table in ["workflow_step", "workflow_event"] {
                 tx.execute(
-                    &format!(
+                    &tx.prepare_cached(&format!(
                         "DELETE FROM {table} WHERE namespace = $1 AND workflow = $2 AND id = $3"
-                    ),
+                    ))
+                    .await?,
                     &at.keys(),
                 )
                 .await?;
@@ -377,9 +394,10 @@ async fn control(tx: &Transaction<'_>, at: &At<'_>, op: &WorkflowOp) -> Result<(
         _ => return Ok(()),
     };
     tx.execute(
-        &format!(
+        &tx.prepare_cached(&format!(
             "UPDATE workflow_instance SET {set} WHERE namespace = $1 AND workflow = $2 AND id = $3"
-        ),
+        ))
+        .await?,
         &at.keys(),
     )
     .await?;
@@ -395,13 +413,19 @@ async fn send_event(
     status_of(tx, at).await?;
     let (ns, flow, id) = (&at.scope.namespace, &at.scope.workflow, &at.id);
     tx.execute(
-        "INSERT INTO workflow_event (namespace, workflow, id, type, payload, sent_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        &tx.prepare_cached(
+            "INSERT INTO workflow_event (namespace, workflow, id, type, payload, sent_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .await?,
         &[ns, flow, id, &event_type, &payload, &now],
     )
     .await?;
     // An instance waiting for this type runs at once.
     tx.execute(
-        "UPDATE workflow_instance SET wake_at = $4 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND status = 'waiting' AND waiting_for = $5",
+        &tx.prepare_cached(
+            "UPDATE workflow_instance SET wake_at = $4 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND status = 'waiting' AND waiting_for = $5",
+        )
+        .await?,
         &[ns, flow, id, &now, &event_type],
     )
     .await?;
@@ -422,13 +446,19 @@ async fn step_done(
     }
     let (ns, flow, id) = (&at.scope.namespace, &at.scope.workflow, &at.id);
     tx.execute(
-        "INSERT INTO workflow_step (namespace, workflow, id, step, result, started_at) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (namespace, workflow, id, step) DO UPDATE SET result = excluded.result",
+        &tx.prepare_cached(
+            "INSERT INTO workflow_step (namespace, workflow, id, step, result, started_at) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (namespace, workflow, id, step) DO UPDATE SET result = excluded.result",
+        )
+        .await?,
         &[ns, flow, id, &key, &result, &now],
     )
     .await?;
     tx.execute(
-        "UPDATE workflow_instance SET failures = 0 WHERE namespace = $1 AND workflow = $2 AND id = $3",
+        &tx.prepare_cached(
+            "UPDATE workflow_instance SET failures = 0 WHERE namespace = $1 AND workflow = $2 AND id = $3",
+        )
+        .await?,
         &at.keys(),
     )
     .await?;
@@ -452,7 +482,10 @@ async fn step(
     let (ns, flow, id) = (&at.scope.namespace, &at.scope.workflow, &at.id);
     let stored = tx
         .query_opt(
-            "SELECT result, started_at FROM workflow_step WHERE namespace = $1 AND workflow = $2 AND id = $3 AND step = $4",
+            &tx.prepare_cached(
+                "SELECT result, started_at FROM workflow_step WHERE namespace = $1 AND workflow = $2 AND id = $3 AND step = $4",
+            )
+            .await?,
             &[ns, flow, id, &key],
         )
         .await?;
@@ -463,24 +496,7 @@ async fn step(
             }
             row.try_get::<_, i64>(1)?
         }
-        None => {
-            let steps: i64 = tx
-                .query_one(
-                    "SELECT count(*) FROM workflow_step WHERE namespace = $1 AND workflow = $2 AND id = $3",
-                    &at.keys(),
-                )
-                .await?
-                .try_get(0)?;
-            if steps >= MAX_STEPS {
-                return Err(WorkflowError::TooManySteps.into());
-            }
-            tx.execute(
-                "INSERT INTO workflow_step (namespace, workflow, id, step, started_at) VALUES ($1, $2, $3, $4, $5)",
-                &[ns, flow, id, &key, &now],
-            )
-            .await?;
-            now
-        }
+        None => first_run(tx, at, key, now).await?,
     };
     match kind {
         StepKind::Do { delay_ms, backoff } => {
@@ -491,6 +507,39 @@ async fn step(
             take_event(tx, at, key, &event_type, (started, now)).await
         }
     }
+}
+
+/// Step `key` seen for the first time, at `now`: recorded (unless the
+/// instance has `MAX_STEPS` already); `now` is when it started.
+async fn first_run(
+    tx: &Transaction<'_>,
+    at: &At<'_>,
+    key: &str,
+    now: i64,
+) -> Result<i64, StoreError> {
+    let steps: i64 = tx
+        .query_one(
+            &tx.prepare_cached(
+                "SELECT count(*) FROM workflow_step WHERE namespace = $1 AND workflow = $2 AND id = $3",
+            )
+            .await?,
+            &at.keys(),
+        )
+        .await?
+        .try_get(0)?;
+    if steps >= MAX_STEPS {
+        return Err(WorkflowError::TooManySteps.into());
+    }
+    let (ns, flow, id) = (&at.scope.namespace, &at.scope.workflow, &at.id);
+    tx.execute(
+        &tx.prepare_cached(
+            "INSERT INTO workflow_step (namespace, workflow, id, step, started_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .await?,
+        &[ns, flow, id, &key, &now],
+    )
+    .await?;
+    Ok(now)
 }
 
 /// A new attempt of `step.do` step `key`, counted before it runs; the
@@ -505,8 +554,11 @@ async fn count_attempt(
     let (ns, flow, id) = (&at.scope.namespace, &at.scope.workflow, &at.id);
     let attempts: i64 = tx
         .query_one(
-            "UPDATE workflow_step SET attempts = attempts + 1 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND step = $4
-             RETURNING attempts",
+            &tx.prepare_cached(
+                "UPDATE workflow_step SET attempts = attempts + 1 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND step = $4
+                 RETURNING attempts",
+            )
+            .await?,
             &[ns, flow, id, &key],
         )
         .await?
@@ -514,8 +566,11 @@ async fn count_attempt(
     let delay = workflow::retry_delay(delay_ms, backoff, attempts);
     let failure: Option<String> = tx
         .query_one(
-            "UPDATE workflow_instance SET retry_delay = $4 WHERE namespace = $1 AND workflow = $2 AND id = $3
-             RETURNING last_failure",
+            &tx.prepare_cached(
+                "UPDATE workflow_instance SET retry_delay = $4 WHERE namespace = $1 AND workflow = $2 AND id = $3
+                 RETURNING last_failure",
+            )
+            .await?,
             &[ns, flow, id, &delay],
         )
         .await?
@@ -537,10 +592,13 @@ async fn take_event(
     let (ns, flow, id) = (&at.scope.namespace, &at.scope.workflow, &at.id);
     let taken = tx
         .query_opt(
-            "DELETE FROM workflow_event WHERE seq = (
-                 SELECT seq FROM workflow_event WHERE namespace = $1 AND workflow = $2 AND id = $3 AND type = $4
-                 ORDER BY seq LIMIT 1)
-             RETURNING payload, sent_at",
+            &tx.prepare_cached(
+                "DELETE FROM workflow_event WHERE seq = (
+                     SELECT seq FROM workflow_event WHERE namespace = $1 AND workflow = $2 AND id = $3 AND type = $4
+                     ORDER BY seq LIMIT 1)
+                 RETURNING payload, sent_at",
+            )
+            .await?,
             &[ns, flow, id, &event_type],
         )
         .await?;
@@ -552,7 +610,10 @@ async fn take_event(
     let result =
         json!({ "payload": payload, "timestamp": sent_at, "type": event_type }).to_string();
     tx.execute(
-        "UPDATE workflow_step SET result = $5 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND step = $4",
+        &tx.prepare_cached(
+            "UPDATE workflow_step SET result = $5 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND step = $4",
+        )
+        .await?,
         &[ns, flow, id, &key, &result],
     )
     .await?;
@@ -572,7 +633,10 @@ async fn end_run(
     let sent = match end.waiting_for() {
         Some(event_type) => tx
             .query_opt(
-                "SELECT 1 FROM workflow_event WHERE namespace = $1 AND workflow = $2 AND id = $3 AND type = $4 LIMIT 1",
+                &tx.prepare_cached(
+                    "SELECT 1 FROM workflow_event WHERE namespace = $1 AND workflow = $2 AND id = $3 AND type = $4 LIMIT 1",
+                )
+                .await?,
                 &[ns, flow, id, &event_type],
             )
             .await?
@@ -581,9 +645,12 @@ async fn end_run(
     };
     let (set, text, wake) = workflow::end_write(end, sent, now);
     tx.execute(
-        &format!(
-            "UPDATE workflow_instance SET {set}$4, wake_at = coalesce($5, wake_at), failures = 0 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND status NOT IN {TERMINAL}"
-        ),
+        &tx.prepare_cached(
+            &format!(
+                "UPDATE workflow_instance SET {set}$4, wake_at = coalesce($5, wake_at), failures = 0 WHERE namespace = $1 AND workflow = $2 AND id = $3 AND status NOT IN {TERMINAL}"
+            ),
+        )
+        .await?,
         &[ns, flow, id, &text, &wake],
     )
     .await?;
